@@ -1,0 +1,1 @@
+//! AgentX PDU codec (being written).

@@ -1,0 +1,1 @@
+//! cache (being written).

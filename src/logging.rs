@@ -1,0 +1,1 @@
+//! logging (being written).

@@ -1,0 +1,1 @@
+//! malloc stream parser (being written).

@@ -1,0 +1,350 @@
+//! The snapshot model: libmemstat's `struct memory_type`, done the Rust way.
+//!
+//! Every source (Linux slab, FreeBSD UMA and malloc, a JSON fixture) produces a list of
+//! [`MemoryType`] rows in kernel order. A [`Snapshot`] freezes one such list together with the
+//! time it was taken and a generation number; it is never modified afterwards, so a walk that
+//! holds an `Arc<Snapshot>` sees one consistent picture of the kernel.
+//!
+//! A figure a source does not provide is `None`, never a made-up zero: the MIB turns `None`
+//! into an absent cell (noSuchInstance on Get, skipped by GetNext).
+
+pub mod fixture;
+pub mod linux;
+pub mod malloc;
+pub mod source;
+pub mod sysctl;
+pub mod uma;
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use source::{Source, SourceError, SourceKind};
+
+/// The kernel allocator a memory type belongs to. The discriminants are the values of the
+/// MIB's `MemAllocator` enumeration (and, for malloc and UMA, libmemstat's ALLOCATOR_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocator {
+    Malloc = 1,
+    Uma = 2,
+    Slab = 3,
+}
+
+impl Allocator {
+    pub const ALL: [Allocator; 3] = [Allocator::Malloc, Allocator::Uma, Allocator::Slab];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Allocator::Malloc => "malloc",
+            Allocator::Uma => "uma",
+            Allocator::Slab => "slab",
+        }
+    }
+
+    /// The MIB enumeration value.
+    pub fn number(self) -> u32 {
+        self as u32
+    }
+}
+
+impl fmt::Display for Allocator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What identifies a memory type across refreshes and daemon restarts.
+///
+/// FreeBSD can register two UMA zones or malloc types under the same name, so the name alone
+/// is not a key: `ordinal` counts earlier types of the same allocator and name in kernel order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TypeKey {
+    pub allocator: Allocator,
+    pub name: String,
+    pub ordinal: u32,
+}
+
+/// Per-CPU figures, where the source has them (UMA: allocations, frees, cache free; malloc:
+/// allocations and frees). Only CPUs `0..=kern.smp.maxid` are present.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PerCpu {
+    pub cpu: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frees: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_free: Option<u64>,
+}
+
+/// One memory type: a UMA zone, a malloc(9) type, or a Linux slab cache.
+///
+/// The field list follows libmemstat's accessors. Counts are items, `*_bytes` are bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryType {
+    pub allocator: Allocator,
+    pub name: String,
+    /// 0 for the first type of this allocator and name in kernel order, 1 for the next, ...
+    #[serde(default)]
+    pub ordinal: u32,
+    /// Requested item size (UMA `uth_size`, slab `objsize`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Real item size including alignment and headers (UMA `uth_rsize`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_size: Option<u64>,
+    /// Maximum number of items (UMA `uth_limit`; 0 means unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count_limit: Option<u64>,
+    /// Maximum bytes (limit × size, computed in 64 bits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_limit: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_use_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_use_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_count: Option<u64>,
+    /// Total objects the allocator holds, in use or free (slab `num_objs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frees: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_allocated: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_freed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleeps: Option<u64>,
+    /// Cross-NUMA-domain frees (UMA `uth_xdomain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdomain: Option<u64>,
+    /// Items free in the zone's bucket cache (UMA `uth_zone_free`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_free: Option<u64>,
+    /// Items free in the keg; only primary zones report it (UMA `uth_keg_free`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keg_free: Option<u64>,
+    /// Bitmask of malloc zone indices this type has used (malloc `mts_size`, OR-ed over CPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_mask: Option<u64>,
+    /// Memory held in slabs: slabs × pages per slab × page size (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slab_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu: Vec<PerCpu>,
+}
+
+impl MemoryType {
+    /// A row with only its identity set; every statistic absent.
+    pub fn new(allocator: Allocator, name: impl Into<String>) -> Self {
+        MemoryType {
+            allocator,
+            name: name.into(),
+            ordinal: 0,
+            size: None,
+            real_size: None,
+            count_limit: None,
+            bytes_limit: None,
+            in_use_count: None,
+            in_use_bytes: None,
+            free_count: None,
+            total_count: None,
+            allocs: None,
+            frees: None,
+            bytes_allocated: None,
+            bytes_freed: None,
+            failures: None,
+            sleeps: None,
+            xdomain: None,
+            zone_free: None,
+            keg_free: None,
+            size_mask: None,
+            slab_bytes: None,
+            per_cpu: Vec::new(),
+        }
+    }
+
+    pub fn key(&self) -> TypeKey {
+        TypeKey {
+            allocator: self.allocator,
+            name: self.name.clone(),
+            ordinal: self.ordinal,
+        }
+    }
+
+    /// Free bytes, where both the free count and the item size are known.
+    pub fn free_bytes(&self) -> Option<u64> {
+        Some(self.free_count?.saturating_mul(self.size?))
+    }
+}
+
+/// Assigns ordinals in kernel order: the n-th type of a given (allocator, name) gets n.
+pub fn assign_ordinals(types: &mut [MemoryType]) {
+    let mut seen: HashMap<(Allocator, String), u32> = HashMap::with_capacity(types.len());
+    for t in types.iter_mut() {
+        let n = seen.entry((t.allocator, t.name.clone())).or_insert(0);
+        t.ordinal = *n;
+        *n += 1;
+    }
+}
+
+/// One immutable reading of the kernel's allocator statistics.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Increases by one with every successful refresh of a daemon; 0 for a one-off read.
+    #[serde(default)]
+    pub generation: u64,
+    /// When the source was read, in milliseconds since the Unix epoch.
+    #[serde(default)]
+    pub taken_at_ms: u64,
+    /// The source's name, e.g. `linux:/proc/slabinfo`.
+    #[serde(default)]
+    pub source: String,
+    pub types: Vec<MemoryType>,
+}
+
+impl Snapshot {
+    pub fn new(generation: u64, taken_at: SystemTime, source: String, types: Vec<MemoryType>) -> Self {
+        let taken_at_ms = taken_at
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_millis() as u64;
+        Snapshot {
+            generation,
+            taken_at_ms,
+            source,
+            types,
+        }
+    }
+
+    pub fn taken_at(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.taken_at_ms)
+    }
+
+    /// All types across allocators, in kernel order per allocator.
+    pub fn iter(&self) -> impl Iterator<Item = &MemoryType> {
+        self.types.iter()
+    }
+
+    /// The first type of this allocator and name (libmemstat's `memstat_mtl_find`).
+    pub fn find(&self, allocator: Allocator, name: &str) -> Option<&MemoryType> {
+        self.types
+            .iter()
+            .find(|t| t.allocator == allocator && t.name == name)
+    }
+
+    /// The type with exactly this key.
+    pub fn get(&self, key: &TypeKey) -> Option<&MemoryType> {
+        self.types.iter().find(|t| {
+            t.allocator == key.allocator && t.ordinal == key.ordinal && t.name == key.name
+        })
+    }
+
+    /// Per-CPU figures of one type for one CPU.
+    pub fn per_cpu(&self, key: &TypeKey, cpu: u32) -> Option<&PerCpu> {
+        self.get(key)?.per_cpu.iter().find(|p| p.cpu == cpu)
+    }
+
+    /// Rates between an earlier snapshot and this one, as memtop(8) shows them.
+    ///
+    /// Types present in both snapshots get a [`Rate`]; a counter that went backwards (the type
+    /// was destroyed and re-created) gives `None` for that rate rather than a huge number.
+    pub fn diff(&self, earlier: &Snapshot) -> Vec<Rate> {
+        let secs = self.taken_at_ms.saturating_sub(earlier.taken_at_ms) as f64 / 1000.0;
+        let old: HashMap<TypeKey, &MemoryType> =
+            earlier.types.iter().map(|t| (t.key(), t)).collect();
+        self.types
+            .iter()
+            .filter_map(|t| {
+                let o = old.get(&t.key())?;
+                let per_sec = |now: Option<u64>, then: Option<u64>| -> Option<f64> {
+                    let (n, p) = (now?, then?);
+                    if n < p || secs <= 0.0 {
+                        return None;
+                    }
+                    Some((n - p) as f64 / secs)
+                };
+                let delta = |now: Option<u64>, then: Option<u64>| -> Option<i128> {
+                    Some(now? as i128 - then? as i128)
+                };
+                Some(Rate {
+                    key: t.key(),
+                    seconds: secs,
+                    allocs_per_sec: per_sec(t.allocs, o.allocs),
+                    frees_per_sec: per_sec(t.frees, o.frees),
+                    failures_per_sec: per_sec(t.failures, o.failures),
+                    in_use_count_delta: delta(t.in_use_count, o.in_use_count),
+                    in_use_bytes_delta: delta(t.in_use_bytes, o.in_use_bytes),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The change of one type between two snapshots.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rate {
+    pub key: TypeKey,
+    pub seconds: f64,
+    pub allocs_per_sec: Option<f64>,
+    pub frees_per_sec: Option<f64>,
+    pub failures_per_sec: Option<f64>,
+    pub in_use_count_delta: Option<i128>,
+    pub in_use_bytes_delta: Option<i128>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(alloc: Allocator, name: &str, allocs: u64) -> MemoryType {
+        let mut m = MemoryType::new(alloc, name);
+        m.allocs = Some(allocs);
+        m.in_use_count = Some(allocs / 2);
+        m
+    }
+
+    #[test]
+    fn ordinals_count_duplicates_per_allocator() {
+        let mut v = vec![
+            t(Allocator::Uma, "a", 1),
+            t(Allocator::Uma, "b", 1),
+            t(Allocator::Uma, "a", 1),
+            t(Allocator::Malloc, "a", 1),
+        ];
+        assign_ordinals(&mut v);
+        let o: Vec<u32> = v.iter().map(|m| m.ordinal).collect();
+        assert_eq!(o, vec![0, 0, 1, 0]);
+    }
+
+    #[test]
+    fn find_get_and_diff() {
+        let mut a = vec![t(Allocator::Uma, "x", 100), t(Allocator::Uma, "x", 10)];
+        assign_ordinals(&mut a);
+        let s1 = Snapshot::new(1, UNIX_EPOCH + Duration::from_secs(10), "t".into(), a);
+        let mut b = vec![t(Allocator::Uma, "x", 300), t(Allocator::Uma, "x", 5)];
+        assign_ordinals(&mut b);
+        let s2 = Snapshot::new(2, UNIX_EPOCH + Duration::from_secs(12), "t".into(), b);
+        assert_eq!(s2.find(Allocator::Uma, "x").unwrap().allocs, Some(300));
+        assert!(s2.find(Allocator::Malloc, "x").is_none());
+        let k1 = TypeKey {
+            allocator: Allocator::Uma,
+            name: "x".into(),
+            ordinal: 1,
+        };
+        assert_eq!(s2.get(&k1).unwrap().allocs, Some(5));
+        let d = s2.diff(&s1);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].allocs_per_sec, Some(100.0));
+        assert_eq!(d[0].in_use_count_delta, Some(100));
+        // A counter that went backwards gives no rate.
+        assert_eq!(d[1].allocs_per_sec, None);
+    }
+}

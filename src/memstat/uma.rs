@@ -1,0 +1,1 @@
+//! UMA stream parser (being written).

@@ -1,0 +1,1 @@
+//! mib (being written).

@@ -1,0 +1,1 @@
+//! privdrop (being written).
