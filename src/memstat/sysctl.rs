@@ -1,17 +1,571 @@
-//! Reading the FreeBSD stream sysctls (placeholder; being written).
-use super::{MemoryType, SourceError};
+//! Reading FreeBSD's `vm.zone_stats` and `kern.malloc_stats` sysctls.
+//!
+//! Both are opaque streams whose length changes whenever a zone or malloc type is created, so
+//! reading one is a size query followed by a read that may fail with ENOMEM if the stream grew
+//! in between. That loop ([`read_stream`]) is plain Rust over a simulated system call, so it is
+//! tested on every platform; only [`sys`] touches `sysctlbyname(3)` and exists on FreeBSD only.
+//!
+//! The byte-level helpers both stream parsers share live in [`stream`].
 
-/// The reused buffers for `vm.zone_stats` and `kern.malloc_stats`.
-pub struct KernelStreams {}
+use super::{malloc, uma, MemoryType, SourceError};
+
+/// How often [`read_stream`] re-queries a stream that keeps outgrowing its buffer. libmemstat
+/// retries forever; a bound turns a pathological kernel into an error instead of a hang.
+pub const MAX_ATTEMPTS: u32 = 10;
+
+/// The largest stream we are willing to buffer. `kern.malloc_stats` is ~40 MB on amd64
+/// (MAXCPU = 1024 records of 64 bytes for each of ~600 types); a size query far beyond that
+/// means something is wrong, and refusing beats asking the allocator for gigabytes.
+pub const MAX_STREAM_BYTES: usize = 1 << 30;
+
+/// Why [`read_stream`] failed. Turned into a [`SourceError`] by [`SysctlError::into_source`],
+/// which knows the sysctl's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SysctlError {
+    /// The system call failed with this errno.
+    Errno(i32),
+    /// Every read found the stream larger than the size just queried.
+    KeptGrowing { attempts: u32, last_size: usize },
+    /// The size query asked for more than [`MAX_STREAM_BYTES`].
+    TooLarge { size: usize },
+    /// The call claimed to have written more bytes than the buffer holds.
+    Overrun { written: usize, buffer: usize },
+}
+
+impl SysctlError {
+    /// Names the sysctl; EACCES and EPERM become [`SourceError::PermissionDenied`].
+    pub fn into_source(self, what: &str) -> SourceError {
+        let what = what.to_string();
+        match self {
+            SysctlError::Errno(e) if e == libc::EACCES || e == libc::EPERM => {
+                SourceError::PermissionDenied {
+                    what,
+                    hint: "stock FreeBSD lets any user read it; check the jail's or MAC \
+                           policy's sysctl restrictions"
+                        .into(),
+                }
+            }
+            SysctlError::Errno(e) => SourceError::Io {
+                what,
+                message: std::io::Error::from_raw_os_error(e).to_string(),
+            },
+            SysctlError::KeptGrowing {
+                attempts,
+                last_size,
+            } => SourceError::Io {
+                what,
+                message: format!(
+                    "the stream outgrew its buffer {attempts} times in a row \
+                     (last size query: {last_size} bytes)"
+                ),
+            },
+            SysctlError::TooLarge { size } => SourceError::Io {
+                what,
+                message: format!(
+                    "the size query reports {size} bytes, more than the {MAX_STREAM_BYTES} \
+                     bytes we accept"
+                ),
+            },
+            SysctlError::Overrun { written, buffer } => SourceError::Io {
+                what,
+                message: format!("the call reports {written} bytes written into {buffer} bytes"),
+            },
+        }
+    }
+}
+
+/// Reads a variable-length sysctl into `buf` and returns its length; `buf` is truncated to it.
+///
+/// `call(None)` is the size query and `call(Some(b))` the read into `b`; both return the
+/// length the kernel reports or an errno, exactly like `sysctlbyname(3)`. The read gets some
+/// headroom above the queried size because zones and malloc types come and go between the two
+/// calls; if the stream still outgrew the buffer (ENOMEM), the size is queried again with more
+/// headroom, at most [`MAX_ATTEMPTS`] times. A read shorter than the query (a type went away)
+/// is normal and its length is what counts.
+///
+/// `buf` is meant to be kept across refreshes: its capacity is reused, and only the part
+/// beyond its current length is zero-filled, so a steady-state refresh does not touch the
+/// allocator or memset tens of megabytes.
+pub fn read_stream<F>(buf: &mut Vec<u8>, mut call: F) -> Result<usize, SysctlError>
+where
+    F: FnMut(Option<&mut [u8]>) -> Result<usize, i32>,
+{
+    let mut last_size = 0;
+    for attempt in 1..=MAX_ATTEMPTS {
+        let queried = call(None).map_err(SysctlError::Errno)?;
+        last_size = queried;
+        let headroom = (queried / 16).max(4096).saturating_mul(attempt as usize);
+        let size = queried.saturating_add(headroom);
+        if queried > MAX_STREAM_BYTES {
+            return Err(SysctlError::TooLarge { size: queried });
+        }
+        if buf.len() < size {
+            buf.resize(size, 0);
+        }
+        match call(Some(&mut buf[..size])) {
+            Ok(written) if written <= size => {
+                buf.truncate(written);
+                return Ok(written);
+            }
+            Ok(written) => {
+                return Err(SysctlError::Overrun {
+                    written,
+                    buffer: size,
+                })
+            }
+            Err(e) if e == libc::ENOMEM => continue,
+            Err(e) => return Err(SysctlError::Errno(e)),
+        }
+    }
+    Err(SysctlError::KeptGrowing {
+        attempts: MAX_ATTEMPTS,
+        last_size,
+    })
+}
+
+/// The two allocator streams, with buffers kept across refreshes.
+#[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
+pub struct KernelStreams {
+    malloc_buf: Vec<u8>,
+    zone_buf: Vec<u8>,
+}
 
 impl KernelStreams {
+    /// Checks that the sysctls are there and readable, so a bad setup fails at startup (before
+    /// privileges are dropped) rather than at the first refresh. Off FreeBSD this is always
+    /// [`SourceError::Unavailable`].
     pub fn open() -> Result<Self, SourceError> {
+        #[cfg(target_os = "freebsd")]
+        {
+            sys::maxid()?;
+            for what in [malloc::WHAT, uma::WHAT] {
+                sys::sysctl(what, None)
+                    .map_err(|e| SysctlError::Errno(e).into_source(what))?;
+            }
+            Ok(KernelStreams {
+                malloc_buf: Vec::new(),
+                zone_buf: Vec::new(),
+            })
+        }
+        #[cfg(not(target_os = "freebsd"))]
         Err(SourceError::Unavailable {
-            message: "the freebsd source is only available on FreeBSD".into(),
+            message: "the freebsd source reads the vm.zone_stats and kern.malloc_stats sysctls, \
+                      which only a FreeBSD kernel has; use --source fixture:PATH to serve \
+                      recorded figures"
+                .into(),
         })
     }
 
+    /// Malloc types first, then UMA zones, each in stream order (the order
+    /// `memstat_sysctl_all` fetches them in). `kern.smp.maxid` is re-read every time: it is
+    /// one cheap call and keeps the per-CPU rows right should it ever change.
     pub fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
-        Ok(Vec::new())
+        #[cfg(target_os = "freebsd")]
+        {
+            let maxid = sys::maxid()?;
+            let n = read_stream(&mut self.malloc_buf, |b| sys::sysctl(malloc::WHAT, b))
+                .map_err(|e| e.into_source(malloc::WHAT))?;
+            let mut types = malloc::parse_malloc(&self.malloc_buf[..n], maxid)?;
+            let n = read_stream(&mut self.zone_buf, |b| sys::sysctl(uma::WHAT, b))
+                .map_err(|e| e.into_source(uma::WHAT))?;
+            types.extend(uma::parse_uma(&self.zone_buf[..n], maxid)?);
+            Ok(types)
+        }
+        #[cfg(not(target_os = "freebsd"))]
+        Self::open().map(|_| Vec::new())
+    }
+}
+
+/// The thin `sysctlbyname(3)` binding.
+#[cfg(target_os = "freebsd")]
+mod sys {
+    use super::{SourceError, SysctlError};
+    use std::ffi::CString;
+    use std::ptr;
+
+    /// `sysctlbyname(name, old, &len, NULL, 0)`: with `None` a size query, otherwise a read
+    /// into `old`. Returns the length the kernel reports, or the errno.
+    pub fn sysctl(name: &str, old: Option<&mut [u8]>) -> Result<usize, i32> {
+        let name = CString::new(name).map_err(|_| libc::EINVAL)?;
+        let (oldp, mut len) = match old {
+            Some(b) => (b.as_mut_ptr().cast::<libc::c_void>(), b.len()),
+            None => (ptr::null_mut(), 0),
+        };
+        // SAFETY: `name` is a NUL-terminated C string that outlives the call. `oldp` is
+        // either null (a size query, which writes only `len`) or points to `len` bytes we
+        // borrow mutably for the duration of the call, and the kernel writes at most `len`
+        // bytes there. `len` is a live local. A null `newp` with length 0 sets nothing.
+        let rc = unsafe { libc::sysctlbyname(name.as_ptr(), oldp, &mut len, ptr::null(), 0) };
+        if rc == 0 {
+            Ok(len)
+        } else {
+            Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO))
+        }
+    }
+
+    /// `kern.smp.maxid`, the highest CPU id.
+    pub fn maxid() -> Result<u32, SourceError> {
+        let what = "kern.smp.maxid";
+        let mut b = [0u8; 4];
+        let n = sysctl(what, Some(&mut b)).map_err(|e| SysctlError::Errno(e).into_source(what))?;
+        let v = i32::from_ne_bytes(b);
+        if n != b.len() || v < 0 {
+            return Err(SourceError::Malformed {
+                what: what.into(),
+                location: "byte 0".into(),
+                field: "mp_maxid".into(),
+                message: format!("expected a non-negative 4-byte int, got {n} bytes ({v})"),
+            });
+        }
+        Ok(v as u32)
+    }
+}
+
+/// Byte-level helpers shared by the `vm.zone_stats` and `kern.malloc_stats` parsers.
+///
+/// Fields are read with constant offsets from records whose length has already been checked,
+/// as fixed-size arrays (`&[u8; N]`), so a field read cannot go out of bounds on any input.
+pub(super) mod stream {
+    use super::SourceError;
+
+    /// Both streams start with the same 16-byte header: version, maxcpus, count, pad.
+    pub const HEADER_LEN: usize = 16;
+    /// The only stream version there has ever been (`UMA_STREAM_VERSION`,
+    /// `MALLOC_TYPE_STREAM_VERSION`).
+    pub const VERSION: u32 = 1;
+    /// No FreeBSD port has MAXCPU anywhere near this; larger values mean a corrupt header,
+    /// and the cap keeps `maxcpus × 64` far from overflow on 32-bit hosts.
+    pub const MAX_CPUS: u32 = 65536;
+    /// Both name fields are char[32] (`UTH_MAX_NAME`, `MALLOC_MAX_NAME`).
+    pub const NAME_LEN: usize = 32;
+    /// Every per-CPU record (`uma_percpu_stat`, `malloc_type_stats`) is 64 bytes.
+    pub const PERCPU_LEN: usize = 64;
+
+    /// What the stream header promises, checked against the buffer.
+    #[derive(Debug)]
+    pub struct Layout {
+        pub maxcpus: u32,
+        pub count: u32,
+        /// Type header plus `maxcpus` per-CPU records.
+        pub record_len: usize,
+    }
+
+    /// Field and unit names for error messages: ("ush", "zone") or ("mtsh", "type").
+    pub struct Names {
+        pub what: &'static str,
+        pub prefix: &'static str,
+        pub unit: &'static str,
+    }
+
+    pub fn malformed(names: &Names, location: String, field: &str, message: String) -> SourceError {
+        SourceError::Malformed {
+            what: names.what.into(),
+            location,
+            field: field.into(),
+            message,
+        }
+    }
+
+    /// A fixed-size view of `N` bytes at `off`, or `None` if the buffer is too short.
+    pub fn array_at<const N: usize>(buf: &[u8], off: usize) -> Option<&[u8; N]> {
+        buf.get(off..)?.get(..N)?.try_into().ok()
+    }
+
+    pub fn u32_at<const N: usize>(rec: &[u8; N], off: usize) -> u32 {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&rec[off..off + 4]);
+        u32::from_ne_bytes(b)
+    }
+
+    pub fn u64_at<const N: usize>(rec: &[u8; N], off: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&rec[off..off + 8]);
+        u64::from_ne_bytes(b)
+    }
+
+    /// Validates the stream header and that the buffer holds every record it promises.
+    ///
+    /// An empty buffer is an error, not an empty list (libmemstat's reading): the kernel always
+    /// writes the header, so no bytes means the read went wrong, and serving an empty table
+    /// would hide that. Bytes beyond the last record are logged and ignored.
+    pub fn layout(buf: &[u8], names: &Names, type_header_len: usize) -> Result<Layout, SourceError> {
+        let p = names.prefix;
+        if let Some(v) = array_at::<4>(buf, 0) {
+            let version = u32::from_ne_bytes(*v);
+            if version != VERSION {
+                return Err(SourceError::UnsupportedVersion {
+                    what: names.what.into(),
+                    found: format!("{version} ({p}_version; expected {VERSION})"),
+                });
+            }
+        }
+        let Some(h) = array_at::<HEADER_LEN>(buf, 0) else {
+            return Err(malformed(
+                names,
+                "byte 0".into(),
+                "",
+                format!(
+                    "the stream is {} bytes, shorter than its {HEADER_LEN}-byte header",
+                    buf.len()
+                ),
+            ));
+        };
+        let maxcpus = u32_at(h, 4);
+        let count = u32_at(h, 8);
+        if maxcpus == 0 || maxcpus > MAX_CPUS {
+            return Err(malformed(
+                names,
+                "byte 4".into(),
+                &format!("{p}_maxcpus"),
+                format!("{maxcpus} per-CPU records per {}; expected 1..={MAX_CPUS}", names.unit),
+            ));
+        }
+        // maxcpus <= 65536, so this fits even a 32-bit usize; count × record_len may not.
+        let record_len = type_header_len + maxcpus as usize * PERCPU_LEN;
+        let body = buf.len() - HEADER_LEN;
+        let needed = (count as usize).checked_mul(record_len);
+        match needed {
+            Some(n) if n <= body => {
+                if n < body {
+                    tracing::warn!(
+                        what = names.what,
+                        "ignoring {} bytes after the last of {count} {}s",
+                        body - n,
+                        names.unit
+                    );
+                }
+                Ok(Layout {
+                    maxcpus,
+                    count,
+                    record_len,
+                })
+            }
+            _ => {
+                // Name the record the stream ends in, so the message points at the cut.
+                let k = body / record_len;
+                let at = HEADER_LEN + k * record_len;
+                let needed = match needed {
+                    Some(n) => format!("{} bytes", n + HEADER_LEN),
+                    None => "more bytes than this machine can address".into(),
+                };
+                Err(malformed(
+                    names,
+                    format!("{} {k} (byte {at})", names.unit),
+                    &format!("{p}_count"),
+                    format!(
+                        "{count} {unit}s of {record_len} bytes ({type_header_len}-byte header + \
+                         {maxcpus} × {PERCPU_LEN}-byte per-CPU records) need {needed}, but the \
+                         stream is {} bytes; it ends inside {unit} {k}",
+                        buf.len(),
+                        unit = names.unit,
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Decodes a char[32] name: up to the first NUL, UTF-8 decoded lossily.
+    ///
+    /// The kernel strlcpy()s names, so a missing NUL or invalid UTF-8 means an odd kernel or
+    /// a corrupt stream; neither is worth failing the whole refresh over, so both are logged
+    /// and the name is kept as well as it can be.
+    pub fn name(field: &[u8; NAME_LEN], names: &Names, index: u32, at: usize) -> String {
+        let (bytes, terminated) = match field.iter().position(|&b| b == 0) {
+            Some(end) => (&field[..end], true),
+            None => (&field[..], false),
+        };
+        let name = String::from_utf8_lossy(bytes).into_owned();
+        if !terminated {
+            tracing::warn!(
+                what = names.what,
+                "{} {index} (byte {at}): name has no NUL in its {NAME_LEN} bytes; using all of them: {name:?}",
+                names.unit
+            );
+        }
+        if std::str::from_utf8(bytes).is_err() {
+            tracing::warn!(
+                what = names.what,
+                "{} {index} (byte {at}): name is not valid UTF-8; decoded lossily as {name:?}",
+                names.unit
+            );
+        }
+        name
+    }
+
+    /// Per-CPU rows to expose: CPUs `0..=maxid`, but never past the records the stream has.
+    pub fn exposed_cpus(maxid: u32, maxcpus: u32) -> usize {
+        (maxid as u64 + 1).min(maxcpus as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A simulated sysctl whose stream length follows `sizes`: one entry per call, the last
+    /// one repeating. Reads fill the buffer with 0xAB up to the current length.
+    struct FakeSysctl {
+        sizes: Vec<usize>,
+        calls: usize,
+        reads: usize,
+    }
+
+    impl FakeSysctl {
+        fn new(sizes: &[usize]) -> Self {
+            FakeSysctl {
+                sizes: sizes.to_vec(),
+                calls: 0,
+                reads: 0,
+            }
+        }
+
+        fn call(&mut self, b: Option<&mut [u8]>) -> Result<usize, i32> {
+            let len = self.sizes[self.calls.min(self.sizes.len() - 1)];
+            self.calls += 1;
+            match b {
+                None => Ok(len),
+                Some(b) => {
+                    self.reads += 1;
+                    if b.len() < len {
+                        return Err(libc::ENOMEM);
+                    }
+                    b[..len].fill(0xAB);
+                    Ok(len)
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reads_a_stable_stream() {
+        let mut fake = FakeSysctl::new(&[1000]);
+        let mut buf = Vec::new();
+        assert_eq!(read_stream(&mut buf, |b| fake.call(b)), Ok(1000));
+        assert_eq!(buf.len(), 1000);
+        assert!(buf.iter().all(|&b| b == 0xAB));
+        assert_eq!((fake.calls, fake.reads), (2, 1));
+    }
+
+    #[test]
+    fn growth_within_the_headroom_needs_no_retry() {
+        // Queried 100 000, then two zones appeared: 100 000 + 500 fits the headroom.
+        let mut fake = FakeSysctl::new(&[100_000, 100_500]);
+        let mut buf = Vec::new();
+        assert_eq!(read_stream(&mut buf, |b| fake.call(b)), Ok(100_500));
+        assert_eq!(fake.reads, 1);
+    }
+
+    #[test]
+    fn growth_beyond_the_headroom_is_requeried() {
+        // Query 1000, read finds 1_000_000 (ENOMEM), query 1_000_000, read succeeds.
+        let mut fake = FakeSysctl::new(&[1000, 1_000_000]);
+        let mut buf = Vec::new();
+        assert_eq!(read_stream(&mut buf, |b| fake.call(b)), Ok(1_000_000));
+        assert_eq!((fake.calls, fake.reads), (4, 2));
+        assert_eq!(buf.len(), 1_000_000);
+    }
+
+    #[test]
+    fn a_shrinking_stream_uses_the_read_length() {
+        let mut fake = FakeSysctl::new(&[10_000, 6_000]);
+        let mut buf = Vec::new();
+        assert_eq!(read_stream(&mut buf, |b| fake.call(b)), Ok(6_000));
+        assert_eq!(buf.len(), 6_000);
+    }
+
+    #[test]
+    fn endless_growth_gives_up_after_the_bound() {
+        let mut size = 1000usize;
+        let mut calls = 0u32;
+        let mut buf = Vec::new();
+        let r = read_stream(&mut buf, |b| {
+            calls += 1;
+            match b {
+                None => Ok(size),
+                Some(_) => {
+                    size *= 4;
+                    Err(libc::ENOMEM)
+                }
+            }
+        });
+        assert_eq!(
+            r,
+            Err(SysctlError::KeptGrowing {
+                attempts: MAX_ATTEMPTS,
+                last_size: 1000 * 4usize.pow(MAX_ATTEMPTS - 1),
+            })
+        );
+        assert_eq!(calls, 2 * MAX_ATTEMPTS);
+        let e = r.unwrap_err().into_source("vm.zone_stats").to_string();
+        assert!(e.starts_with("vm.zone_stats: ") && e.contains("10 times"), "{e}");
+    }
+
+    #[test]
+    fn permission_errors_map_to_permission_denied() {
+        for errno in [libc::EACCES, libc::EPERM] {
+            for fail_query in [true, false] {
+                let mut buf = Vec::new();
+                let r = read_stream(&mut buf, |b| match b {
+                    None if fail_query => Err(errno),
+                    None => Ok(64),
+                    Some(_) => Err(errno),
+                });
+                assert_eq!(r, Err(SysctlError::Errno(errno)));
+                let e = r.unwrap_err().into_source("kern.malloc_stats");
+                assert!(
+                    matches!(&e, SourceError::PermissionDenied { what, .. } if what == "kern.malloc_stats"),
+                    "{e:?}"
+                );
+            }
+        }
+        let e = SysctlError::Errno(libc::ENOENT).into_source("vm.zone_stats");
+        assert!(matches!(e, SourceError::Io { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn refuses_absurd_sizes_and_overruns() {
+        let mut buf = Vec::new();
+        let r = read_stream(&mut buf, |_| Ok(MAX_STREAM_BYTES + 1));
+        assert_eq!(
+            r,
+            Err(SysctlError::TooLarge {
+                size: MAX_STREAM_BYTES + 1
+            })
+        );
+        assert!(buf.capacity() < 1 << 20, "nothing was allocated");
+        let r = read_stream(&mut buf, |b| match b {
+            None => Ok(10),
+            Some(b) => Ok(b.len() + 1),
+        });
+        assert!(matches!(r, Err(SysctlError::Overrun { .. })), "{r:?}");
+    }
+
+    #[test]
+    fn the_buffer_is_reused_across_refreshes() {
+        let mut fake = FakeSysctl::new(&[200_000]);
+        let mut buf = Vec::new();
+        read_stream(&mut buf, |b| fake.call(b)).unwrap();
+        let (ptr, cap) = (buf.as_ptr(), buf.capacity());
+        for _ in 0..3 {
+            fake.calls = 0;
+            assert_eq!(read_stream(&mut buf, |b| fake.call(b)), Ok(200_000));
+            assert_eq!((buf.as_ptr(), buf.capacity()), (ptr, cap));
+        }
+    }
+
+    #[test]
+    #[cfg(not(target_os = "freebsd"))]
+    fn open_is_unavailable_off_freebsd() {
+        let e = KernelStreams::open().err().expect("must fail off FreeBSD");
+        assert!(matches!(&e, SourceError::Unavailable { message } if message.contains("FreeBSD")));
+    }
+
+    #[test]
+    fn exposed_cpus_clamps_to_the_stream() {
+        assert_eq!(stream::exposed_cpus(7, 1024), 8);
+        assert_eq!(stream::exposed_cpus(7, 4), 4);
+        assert_eq!(stream::exposed_cpus(u32::MAX, 65536), 65536);
     }
 }
