@@ -132,46 +132,50 @@ pub struct KernelStreams {
 
 impl KernelStreams {
     /// Checks that the sysctls are there and readable, so a bad setup fails at startup (before
-    /// privileges are dropped) rather than at the first refresh. Off FreeBSD this is always
-    /// [`SourceError::Unavailable`].
+    /// privileges are dropped) rather than at the first refresh.
+    #[cfg(target_os = "freebsd")]
     pub fn open() -> Result<Self, SourceError> {
-        #[cfg(target_os = "freebsd")]
-        {
-            sys::maxid()?;
-            for what in [malloc::WHAT, uma::WHAT] {
-                sys::sysctl(what, None)
-                    .map_err(|e| SysctlError::Errno(e).into_source(what))?;
-            }
-            Ok(KernelStreams {
-                malloc_buf: Vec::new(),
-                zone_buf: Vec::new(),
-            })
+        sys::maxid()?;
+        for what in [malloc::WHAT, uma::WHAT] {
+            sys::sysctl(what, None).map_err(|e| SysctlError::Errno(e).into_source(what))?;
         }
-        #[cfg(not(target_os = "freebsd"))]
+        Ok(KernelStreams {
+            malloc_buf: Vec::new(),
+            zone_buf: Vec::new(),
+        })
+    }
+
+    /// Off FreeBSD there is no such kernel interface.
+    #[cfg(not(target_os = "freebsd"))]
+    pub fn open() -> Result<Self, SourceError> {
         Err(SourceError::Unavailable {
-            message: "the freebsd source reads the vm.zone_stats and kern.malloc_stats sysctls, \
-                      which only a FreeBSD kernel has; use --source fixture:PATH to serve \
-                      recorded figures"
-                .into(),
+            message: format!(
+                "the freebsd source reads the {} and {} sysctls, which only a FreeBSD kernel \
+                 has; use --source fixture:PATH to serve recorded figures",
+                uma::WHAT,
+                malloc::WHAT
+            ),
         })
     }
 
     /// Malloc types first, then UMA zones, each in stream order (the order
     /// `memstat_sysctl_all` fetches them in). `kern.smp.maxid` is re-read every time: it is
     /// one cheap call and keeps the per-CPU rows right should it ever change.
+    #[cfg(target_os = "freebsd")]
     pub fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
-        #[cfg(target_os = "freebsd")]
-        {
-            let maxid = sys::maxid()?;
-            let n = read_stream(&mut self.malloc_buf, |b| sys::sysctl(malloc::WHAT, b))
-                .map_err(|e| e.into_source(malloc::WHAT))?;
-            let mut types = malloc::parse_malloc(&self.malloc_buf[..n], maxid)?;
-            let n = read_stream(&mut self.zone_buf, |b| sys::sysctl(uma::WHAT, b))
-                .map_err(|e| e.into_source(uma::WHAT))?;
-            types.extend(uma::parse_uma(&self.zone_buf[..n], maxid)?);
-            Ok(types)
-        }
-        #[cfg(not(target_os = "freebsd"))]
+        let maxid = sys::maxid()?;
+        let n = read_stream(&mut self.malloc_buf, |b| sys::sysctl(malloc::WHAT, b))
+            .map_err(|e| e.into_source(malloc::WHAT))?;
+        let mut types = malloc::parse_malloc(&self.malloc_buf[..n], maxid)?;
+        let n = read_stream(&mut self.zone_buf, |b| sys::sysctl(uma::WHAT, b))
+            .map_err(|e| e.into_source(uma::WHAT))?;
+        types.extend(uma::parse_uma(&self.zone_buf[..n], maxid)?);
+        Ok(types)
+    }
+
+    /// Unreachable in practice, as `open` fails off FreeBSD.
+    #[cfg(not(target_os = "freebsd"))]
+    pub fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
         Self::open().map(|_| Vec::new())
     }
 }
@@ -290,7 +294,11 @@ pub(super) mod stream {
     /// An empty buffer is an error, not an empty list (libmemstat's reading): the kernel always
     /// writes the header, so no bytes means the read went wrong, and serving an empty table
     /// would hide that. Bytes beyond the last record are logged and ignored.
-    pub fn layout(buf: &[u8], names: &Names, type_header_len: usize) -> Result<Layout, SourceError> {
+    pub fn layout(
+        buf: &[u8],
+        names: &Names,
+        type_header_len: usize,
+    ) -> Result<Layout, SourceError> {
         let p = names.prefix;
         if let Some(v) = array_at::<4>(buf, 0) {
             let version = u32::from_ne_bytes(*v);
@@ -319,7 +327,10 @@ pub(super) mod stream {
                 names,
                 "byte 4".into(),
                 &format!("{p}_maxcpus"),
-                format!("{maxcpus} per-CPU records per {}; expected 1..={MAX_CPUS}", names.unit),
+                format!(
+                    "{maxcpus} per-CPU records per {}; expected 1..={MAX_CPUS}",
+                    names.unit
+                ),
             ));
         }
         // maxcpus <= 65536, so this fits even a 32-bit usize; count × record_len may not.
@@ -477,29 +488,29 @@ mod tests {
 
     #[test]
     fn endless_growth_gives_up_after_the_bound() {
-        let mut size = 1000usize;
+        // Every read finds the stream grown past the buffer, whatever its size.
         let mut calls = 0u32;
         let mut buf = Vec::new();
         let r = read_stream(&mut buf, |b| {
             calls += 1;
             match b {
-                None => Ok(size),
-                Some(_) => {
-                    size *= 4;
-                    Err(libc::ENOMEM)
-                }
+                None => Ok(1000 + calls as usize),
+                Some(_) => Err(libc::ENOMEM),
             }
         });
         assert_eq!(
             r,
             Err(SysctlError::KeptGrowing {
                 attempts: MAX_ATTEMPTS,
-                last_size: 1000 * 4usize.pow(MAX_ATTEMPTS - 1),
+                last_size: 1000 + 2 * MAX_ATTEMPTS as usize - 1,
             })
         );
         assert_eq!(calls, 2 * MAX_ATTEMPTS);
         let e = r.unwrap_err().into_source("vm.zone_stats").to_string();
-        assert!(e.starts_with("vm.zone_stats: ") && e.contains("10 times"), "{e}");
+        assert!(
+            e.starts_with("vm.zone_stats: ") && e.contains("10 times"),
+            "{e}"
+        );
     }
 
     #[test]
