@@ -1,13 +1,23 @@
 //! The `memstat-agentx` command: `run` (the subagent), `dump` and `check-config`.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use memstat_agentx::agentx::session::{Control, MasterAddr, SessionConfig, Subagent};
+use memstat_agentx::cache::{Cache, CacheConfig};
+use memstat_agentx::config::{Config, LogTarget, Overrides, DEFAULT_CONFIG_PATH};
+use memstat_agentx::index::IndexMap;
 use memstat_agentx::memstat::{Snapshot, Source, SourceKind};
 use memstat_agentx::report::{self, Format};
+use memstat_agentx::{logging, privdrop};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 #[derive(Parser)]
-#[command(name = "memstat-agentx", version, about = "Kernel allocator statistics as MEMSTAT-MIB over AgentX")]
+#[command(
+    name = "memstat-agentx",
+    version,
+    about = "Kernel allocator statistics (FreeBSD UMA and malloc, Linux slab) as MEMSTAT-MIB over AgentX"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,8 +29,99 @@ enum FormatArg {
     Json,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum LogTargetArg {
+    Stderr,
+    Syslog,
+}
+
+/// Settings shared by `run` and `check-config`; each one given overrides the file.
+#[derive(Args, Default)]
+struct SettingArgs {
+    /// Configuration file (default: the conventional path, if it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The master: a socket path, unix:PATH or tcp:HOST:PORT.
+    #[arg(long)]
+    agentx_socket: Option<String>,
+    /// auto, linux, linux:PATH, freebsd or fixture:PATH.
+    #[arg(long)]
+    source: Option<String>,
+    /// Maximum snapshot age for a new walk or a Get, in seconds (decimal).
+    #[arg(long)]
+    max_age: Option<f64>,
+    /// How long a walk stays pinned to its snapshot, in seconds.
+    #[arg(long)]
+    walk_window: Option<f64>,
+    /// Seconds between Pings to the master; 0 disables them.
+    #[arg(long)]
+    ping_interval: Option<f64>,
+    /// First reconnection delay, in seconds.
+    #[arg(long)]
+    backoff_min: Option<f64>,
+    /// Largest reconnection delay, in seconds.
+    #[arg(long)]
+    backoff_max: Option<f64>,
+    /// Directory for the persistent index assignments.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// error, warn, info, debug or trace.
+    #[arg(long)]
+    log_level: Option<String>,
+    #[arg(long, value_enum)]
+    log_target: Option<LogTargetArg>,
+    /// Drop privileges to this user after opening the source.
+    #[arg(long)]
+    user: Option<String>,
+    /// Do not send AddAgentCaps (for masters that refuse it).
+    #[arg(long)]
+    no_agent_caps: bool,
+}
+
+impl SettingArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            agentx_socket: self.agentx_socket.clone(),
+            source: self.source.clone(),
+            max_age: self.max_age,
+            walk_window: self.walk_window,
+            ping_interval: self.ping_interval,
+            backoff_min: self.backoff_min,
+            backoff_max: self.backoff_max,
+            state_dir: self.state_dir.clone(),
+            log_level: self.log_level.clone(),
+            log_target: self.log_target.map(|t| match t {
+                LogTargetArg::Stderr => LogTarget::Stderr,
+                LogTargetArg::Syslog => LogTarget::Syslog,
+            }),
+            user: self.user.clone(),
+            agent_caps: self.no_agent_caps.then_some(false),
+        }
+    }
+
+    /// The file to read: the one given, else the default path when it exists.
+    fn config_path(&self) -> Option<PathBuf> {
+        self.config.clone().or_else(|| {
+            let p = PathBuf::from(DEFAULT_CONFIG_PATH);
+            p.exists().then_some(p)
+        })
+    }
+
+    fn load(&self) -> Result<Config, String> {
+        let mut cfg = match self.config_path() {
+            Some(p) => Config::load(&p).map_err(|e| e.to_string())?,
+            None => Config::default(),
+        };
+        cfg.apply_checked(&self.overrides())
+            .map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Run the AgentX subagent.
+    Run(SettingArgs),
     /// Print one snapshot of the allocator statistics.
     Dump {
         /// auto, linux, linux:PATH, freebsd or fixture:PATH
@@ -29,12 +130,32 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
     },
+    /// Validate a configuration file and print the effective settings.
+    CheckConfig(SettingArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Dump { source, format } => dump(&source, format),
+        Command::CheckConfig(args) => match args.load() {
+            Ok(cfg) => {
+                print!("{}", cfg.render());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("memstat-agentx: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Run(args) => match run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("memstat-agentx: {e}");
+                tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -53,7 +174,10 @@ fn dump(source: &str, format: FormatArg) -> ExitCode {
                 FormatArg::Json => Format::Json,
             };
             // A closed pipe (`dump | head`) is not an error worth a panic.
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), report::render(&snap, f).as_bytes());
+            let _ = std::io::Write::write_all(
+                &mut std::io::stdout(),
+                report::render(&snap, f).as_bytes(),
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -61,4 +185,126 @@ fn dump(source: &str, format: FormatArg) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn session_config(cfg: &Config) -> Result<(SessionConfig, CacheConfig), String> {
+    let master: MasterAddr = cfg
+        .agentx_socket
+        .parse()
+        .map_err(|e| format!("agentx-socket: {e}"))?;
+    Ok((
+        SessionConfig {
+            master,
+            ping_interval: cfg.ping_interval,
+            backoff_min: cfg.backoff_min,
+            backoff_max: cfg.backoff_max,
+            agent_caps: cfg.agent_caps,
+        },
+        CacheConfig {
+            max_age: cfg.max_age,
+            walk_window: cfg.walk_window,
+        },
+    ))
+}
+
+/// Creates the state directory (mode 0750) when it is missing.
+fn prepare_state_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(dir)
+        .map_err(|e| format!("cannot create state directory {}: {e}", dir.display()))
+}
+
+/// Loads the index state, creating the state directory when it is missing.
+fn load_indexes(dir: &Path) -> IndexMap {
+    if let Err(e) = prepare_state_dir(dir) {
+        tracing::warn!("{e}; indexes will not survive a restart");
+        return IndexMap::in_memory();
+    }
+    let m = IndexMap::load(dir);
+    if let Some(w) = &m.warning {
+        tracing::warn!("{w}");
+    }
+    m
+}
+
+fn run(args: SettingArgs) -> Result<(), String> {
+    let cfg = args.load()?;
+    logging::init(cfg.log_target, &cfg.log_level)?;
+    let (session_cfg, cache_cfg) = session_config(&cfg)?;
+    let kind: SourceKind = cfg.source.parse().map_err(|e| format!("source: {e}"))?;
+
+    // Privileged steps first: the Linux source is root-only, so it is opened (and kept
+    // open) before dropping to the configured user. The state directory is made ours.
+    let source = Source::open(&kind).map_err(|e| e.to_string())?;
+    if let Some(user) = &cfg.user {
+        prepare_state_dir(&cfg.state_dir)?;
+        privdrop::chown_to_user(&cfg.state_dir, user)?;
+        // Before the runtime exists: a set*id call changes only the calling thread.
+        privdrop::drop_privileges(user)?;
+        tracing::info!("running as user {user}");
+    }
+    let indexes = load_indexes(&cfg.state_dir);
+    let cache = Cache::new(source, indexes, cache_cfg);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(signals(args, cfg, tx));
+        tracing::info!(
+            "memstat-agentx {} serving {} to {}",
+            env!("CARGO_PKG_VERSION"),
+            kind,
+            session_cfg.master
+        );
+        Subagent::new(session_cfg, cache).run(rx).await;
+    });
+    tracing::info!("exiting");
+    Ok(())
+}
+
+/// Turns signals into control messages: SIGHUP re-reads the configuration (a bad one is
+/// rejected and the old one stays in force), SIGTERM and SIGINT shut down.
+async fn signals(args: SettingArgs, mut current: Config, tx: tokio::sync::mpsc::Sender<Control>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut hup), Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                match args.load().and_then(|c| session_config(&c).map(|s| (c, s))) {
+                    Ok((new, (s, c))) => {
+                        if new.source != current.source || new.user != current.user || new.state_dir != current.state_dir {
+                            tracing::warn!("source, user and state-dir changes take effect at the next restart");
+                        }
+                        if new.log_level != current.log_level {
+                            if let Err(e) = logging::set_level(&new.log_level) {
+                                tracing::warn!("log level: {e}");
+                            }
+                        }
+                        current = new;
+                        let _ = tx.send(Control::Reload(s, c)).await;
+                    }
+                    Err(e) => tracing::error!("configuration not reloaded, keeping the old one: {e}"),
+                }
+            }
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    let _ = tx.send(Control::Shutdown).await;
 }

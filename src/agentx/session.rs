@@ -1,0 +1,634 @@
+//! The subagent session: connect, Open, Register, serve requests, Ping, reconnect.
+//!
+//! Everything runs on one task. Frames are read with a cancel-safe reader, so the task can
+//! wait on the master, the Ping timer and control messages (reload, shutdown) at once
+//! without losing bytes. Requests are answered in arrival order from the snapshot cache;
+//! the master may pipeline them, and a re-sent packetID is simply answered again.
+//!
+//! The master going away (EOF, an error, a Close, a Ping that fails or goes unanswered) ends
+//! the connection; the session then reconnects with jittered exponential backoff and Opens
+//! and Registers again. net-snmp never reconnects for us.
+
+use super::pdu::{
+    close_reason, pdu_type, res_error, DecodeError, Header, Payload, Pdu, ResponseWriter,
+    SearchRange, Value, HEADER_LEN,
+};
+use crate::cache::{Cache, CacheConfig};
+use crate::logging::RateLimited;
+use crate::mib::{MibView, MEMSTAT_MIB_ROOT};
+use crate::oid::Oid;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// Where the master listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MasterAddr {
+    Unix(PathBuf),
+    Tcp(String),
+}
+
+impl FromStr for MasterAddr {
+    type Err = String;
+
+    /// `unix:PATH`, `tcp:HOST:PORT`, or a plain path.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(p) = s.strip_prefix("unix:") {
+            if p.is_empty() {
+                return Err("unix: needs a socket path".into());
+            }
+            Ok(MasterAddr::Unix(p.into()))
+        } else if let Some(hp) = s.strip_prefix("tcp:") {
+            match hp.rsplit_once(':') {
+                Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => {
+                    Ok(MasterAddr::Tcp(hp.to_string()))
+                }
+                _ => Err(format!("tcp:{hp}: expected tcp:HOST:PORT")),
+            }
+        } else if s.is_empty() {
+            Err("empty master address".into())
+        } else {
+            Ok(MasterAddr::Unix(s.into()))
+        }
+    }
+}
+
+impl fmt::Display for MasterAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MasterAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+            MasterAddr::Tcp(hp) => write!(f, "tcp:{hp}"),
+        }
+    }
+}
+
+/// Session settings.
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    pub master: MasterAddr,
+    /// 0 disables pings.
+    pub ping_interval: Duration,
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// Send AddAgentCaps so that sysORTable lists the module.
+    pub agent_caps: bool,
+}
+
+/// What the rest of the daemon asks of the session.
+pub enum Control {
+    /// New settings (SIGHUP). The connection is kept unless the master address changed.
+    Reload(SessionConfig, CacheConfig),
+    /// Close(shutdown) and return.
+    Shutdown,
+}
+
+/// How long we wait for the master to answer an administrative PDU.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The Open's o.timeout: honoured by OpenBSD, ignored by net-snmp.
+const OPEN_TIMEOUT_SECS: u8 = 5;
+/// Stop adding GetBulk repetitions once a response is this large (net-snmp caps at 64 KiB).
+const BULK_RESPONSE_BUDGET: usize = 60 * 1024;
+
+fn descr() -> Vec<u8> {
+    format!(
+        "memstat-agentx {}: kernel memory allocator statistics (MEMSTAT-MIB)",
+        env!("CARGO_PKG_VERSION")
+    )
+    .into_bytes()
+}
+
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+async fn connect(addr: &MasterAddr) -> std::io::Result<Box<dyn Stream>> {
+    Ok(match addr {
+        MasterAddr::Unix(p) => Box::new(tokio::net::UnixStream::connect(p).await?),
+        MasterAddr::Tcp(hp) => {
+            let s = tokio::net::TcpStream::connect(hp.as_str()).await?;
+            // Every request is one small round trip; Nagle would add delay to each.
+            s.set_nodelay(true)?;
+            Box::new(s)
+        }
+    })
+}
+
+/// Reads whole frames. `next` is cancel-safe: bytes read before a cancellation stay in the
+/// buffer for the next call.
+struct FrameReader {
+    buf: Vec<u8>,
+}
+
+enum Frame {
+    Pdu(Pdu),
+    /// A frame whose header was fine but whose payload was not: answer parseError.
+    Bad(Header, DecodeError),
+}
+
+impl FrameReader {
+    async fn next<R: AsyncRead + Unpin + ?Sized>(&mut self, rd: &mut R) -> Result<Frame, String> {
+        loop {
+            if self.buf.len() >= HEADER_LEN {
+                let h = Header::decode(&self.buf).map_err(|e| format!("framing lost: {e}"))?;
+                let len = h.frame_len();
+                if self.buf.len() >= len {
+                    let result = match Pdu::decode(&self.buf[..len]) {
+                        Ok(p) => Frame::Pdu(p),
+                        Err(e) if !e.fatal() => Frame::Bad(h, e),
+                        Err(e) => return Err(format!("framing lost: {e}")),
+                    };
+                    self.buf.drain(..len);
+                    return Ok(result);
+                }
+                self.buf.reserve(len - self.buf.len());
+            } else {
+                self.buf.reserve(4096);
+            }
+            let n = rd
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| format!("read: {e}"))?;
+            if n == 0 {
+                return Err("the master closed the connection".into());
+            }
+        }
+    }
+}
+
+/// Why a connection ended.
+enum End {
+    Shutdown,
+    Lost(String),
+    /// The master address changed on reload.
+    Readdress,
+}
+
+/// The subagent: owns the cache and runs sessions until shut down.
+pub struct Subagent {
+    cfg: SessionConfig,
+    cache: Cache,
+    packet_id: u32,
+    out: Vec<u8>,
+    caps_error_logged: bool,
+}
+
+impl Subagent {
+    pub fn new(cfg: SessionConfig, cache: Cache) -> Self {
+        Subagent {
+            cfg,
+            cache,
+            packet_id: 0,
+            out: Vec::with_capacity(64 * 1024),
+            caps_error_logged: false,
+        }
+    }
+
+    /// Runs until a Shutdown control message. A master that is absent is waited for.
+    pub async fn run(mut self, mut control: mpsc::Receiver<Control>) {
+        let mut backoff = Backoff::new(self.cfg.backoff_min, self.cfg.backoff_max);
+        let mut down_log = RateLimited::new(Duration::from_secs(10));
+        loop {
+            let attempt = tokio::select! {
+                r = self.open_session() => r,
+                c = control.recv() => match c {
+                    Some(Control::Reload(s, c)) => { self.apply(s, c, &mut backoff); continue; }
+                    Some(Control::Shutdown) | None => return,
+                },
+            };
+            match attempt {
+                Ok((stream, session_id, reader)) => {
+                    backoff.reset();
+                    down_log.reset();
+                    tracing::info!("connected to the AgentX master at {}, session {session_id}", self.cfg.master);
+                    match self.serve(stream, session_id, reader, &mut control).await {
+                        End::Shutdown => return,
+                        End::Readdress => continue,
+                        End::Lost(why) => {
+                            tracing::warn!("lost the AgentX master at {}: {why}", self.cfg.master)
+                        }
+                    }
+                }
+                Err(why) => {
+                    if let Some(suppressed) = down_log.should_log(Instant::now()) {
+                        if suppressed > 0 {
+                            tracing::warn!(
+                                "cannot reach the AgentX master at {}: {why} ({suppressed} similar failures not logged); retrying",
+                                self.cfg.master
+                            );
+                        } else {
+                            tracing::warn!("cannot reach the AgentX master at {}: {why}; retrying", self.cfg.master);
+                        }
+                    }
+                }
+            }
+            let delay = backoff.next();
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                c = control.recv() => match c {
+                    Some(Control::Reload(s, c)) => {
+                        self.apply(s, c, &mut backoff);
+                    }
+                    Some(Control::Shutdown) | None => return,
+                },
+            }
+        }
+    }
+
+    /// Applies reloaded settings; true when the master address changed.
+    fn apply(&mut self, s: SessionConfig, c: CacheConfig, backoff: &mut Backoff) -> bool {
+        let readdress = s.master != self.cfg.master;
+        *backoff = Backoff::new(s.backoff_min, s.backoff_max);
+        self.cfg = s;
+        self.cache.set_config(c);
+        tracing::info!("configuration reloaded");
+        readdress
+    }
+
+    fn next_packet_id(&mut self) -> u32 {
+        self.packet_id = self.packet_id.wrapping_add(1);
+        self.packet_id
+    }
+
+    /// Connects, Opens, Registers and (optionally) adds agent capabilities.
+    async fn open_session(&mut self) -> Result<(Box<dyn Stream>, u32, FrameReader), String> {
+        let mut stream = connect(&self.cfg.master).await.map_err(|e| e.to_string())?;
+        let mut reader = FrameReader { buf: Vec::new() };
+        let root = Oid::from_slice(MEMSTAT_MIB_ROOT);
+
+        let open = Payload::Open {
+            timeout: OPEN_TIMEOUT_SECS,
+            id: root.clone(),
+            descr: descr(),
+        };
+        let (session_id, error) = self.admin(&mut stream, &mut reader, 0, open).await?;
+        if error != res_error::NO_ERROR {
+            return Err(format!("Open refused: {}", res_error::name(error)));
+        }
+        let register = Payload::Register {
+            timeout: 0,
+            priority: 127,
+            range_subid: 0,
+            subtree: root.clone(),
+            upper_bound: None,
+        };
+        let (_, error) = self.admin(&mut stream, &mut reader, session_id, register).await?;
+        if error != res_error::NO_ERROR {
+            return Err(format!("Register of {root} refused: {}", res_error::name(error)));
+        }
+        if self.cfg.agent_caps {
+            let caps = Payload::AddAgentCaps {
+                id: root.clone(),
+                descr: b"MEMSTAT-MIB: kernel memory allocator statistics".to_vec(),
+            };
+            let (_, error) = self.admin(&mut stream, &mut reader, session_id, caps).await?;
+            // OpenBSD's snmpd answers processingError: not worth failing the session for.
+            if error != res_error::NO_ERROR && !self.caps_error_logged {
+                self.caps_error_logged = true;
+                tracing::warn!(
+                    "the master refused AddAgentCaps ({}); sysORTable will not list MEMSTAT-MIB",
+                    res_error::name(error)
+                );
+            }
+        }
+        Ok((stream, session_id, reader))
+    }
+
+    /// Sends an administrative PDU and waits for its Response. Returns the session ID from
+    /// the Response header and res.error.
+    async fn admin(
+        &mut self,
+        stream: &mut Box<dyn Stream>,
+        reader: &mut FrameReader,
+        session_id: u32,
+        payload: Payload,
+    ) -> Result<(u32, u16), String> {
+        let packet_id = self.next_packet_id();
+        let kind = pdu_type::name(payload.pdu_type());
+        let mut buf = Vec::new();
+        Pdu::new(session_id, 0, packet_id, payload).encode(&mut buf);
+        stream.write_all(&buf).await.map_err(|e| format!("write {kind}: {e}"))?;
+        let deadline = tokio::time::Instant::now() + ADMIN_TIMEOUT;
+        loop {
+            let frame = tokio::time::timeout_at(deadline, reader.next(stream.as_mut()))
+                .await
+                .map_err(|_| format!("no Response to {kind} within {ADMIN_TIMEOUT:?}"))??;
+            if let Frame::Pdu(Pdu {
+                session_id,
+                packet_id: p,
+                payload: Payload::Response { sys_uptime, error, .. },
+                ..
+            }) = frame
+            {
+                if p == packet_id {
+                    self.cache.note_master_uptime(sys_uptime);
+                    return Ok((session_id, error));
+                }
+            }
+            // Anything else before registration completes is not for us yet.
+        }
+    }
+
+    /// Serves one connection until it ends.
+    async fn serve(
+        &mut self,
+        stream: Box<dyn Stream>,
+        session_id: u32,
+        mut reader: FrameReader,
+        control: &mut mpsc::Receiver<Control>,
+    ) -> End {
+        let (mut rd, mut wr) = tokio::io::split(stream);
+        let ping_every = self.cfg.ping_interval;
+        let mut next_ping = (!ping_every.is_zero()).then(|| tokio::time::Instant::now() + ping_every);
+        // (packetID, deadline) of the Ping in flight.
+        let mut ping_pending: Option<(u32, tokio::time::Instant)> = None;
+        loop {
+            let wake = match (ping_pending, next_ping) {
+                (Some((_, d)), _) => Some(d),
+                (None, n) => n,
+            };
+            let sleep_until = wake.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+            tokio::select! {
+                frame = reader.next(&mut rd) => {
+                    let frame = match frame {
+                        Ok(f) => f,
+                        Err(e) => return End::Lost(e),
+                    };
+                    match self.handle(frame, &mut ping_pending) {
+                        Ok(true) => {
+                            if let Err(e) = wr.write_all(&self.out).await {
+                                return End::Lost(format!("write: {e}"));
+                            }
+                        }
+                        Ok(false) => {}
+                        Err(e) => return End::Lost(e),
+                    }
+                }
+                _ = tokio::time::sleep_until(sleep_until) => {
+                    if ping_pending.is_some() {
+                        return End::Lost("no answer to Ping".into());
+                    }
+                    let id = self.next_packet_id();
+                    let mut buf = Vec::new();
+                    Pdu::new(session_id, 0, id, Payload::Ping).encode(&mut buf);
+                    if let Err(e) = wr.write_all(&buf).await {
+                        return End::Lost(format!("write Ping: {e}"));
+                    }
+                    ping_pending = Some((id, tokio::time::Instant::now() + ADMIN_TIMEOUT));
+                    next_ping = Some(tokio::time::Instant::now() + ping_every);
+                }
+                c = control.recv() => match c {
+                    Some(Control::Reload(s, c)) => {
+                        let mut b = Backoff::new(s.backoff_min, s.backoff_max);
+                        if self.apply(s, c, &mut b) {
+                            let _ = close(&mut wr, session_id, self.next_packet_id(), close_reason::SHUTDOWN).await;
+                            return End::Readdress;
+                        }
+                        let every = self.cfg.ping_interval;
+                        next_ping = (!every.is_zero()).then(|| tokio::time::Instant::now() + every);
+                    }
+                    Some(Control::Shutdown) | None => {
+                        let id = self.next_packet_id();
+                        if let Err(e) = close(&mut wr, session_id, id, close_reason::SHUTDOWN).await {
+                            tracing::warn!("sending Close: {e}");
+                        }
+                        tracing::info!("closed the AgentX session");
+                        return End::Shutdown;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Handles one frame from the master, leaving any reply in `self.out`. Returns whether
+    /// there is a reply to send, or why the connection must end.
+    fn handle(&mut self, frame: Frame, ping_pending: &mut Option<(u32, tokio::time::Instant)>) -> Result<bool, String> {
+        self.out.clear();
+        let pdu = match frame {
+            Frame::Pdu(p) => p,
+            Frame::Bad(h, e) => {
+                tracing::debug!("answering parseError: {e}");
+                self.response(&h_ids(&h), res_error::PARSE_ERROR, 0).finish();
+                return Ok(true);
+            }
+        };
+        let ids = (pdu.session_id, pdu.transaction_id, pdu.packet_id);
+        match pdu.payload {
+            Payload::Get { ranges } => {
+                let view = self.cache.view_for(ids.1, &[], false);
+                let status = || self.cache.status();
+                let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
+                for r in &ranges {
+                    w.push(&r.start, &view.get(r.start.as_slice(), &status));
+                }
+                w.finish();
+            }
+            Payload::GetNext { ranges } => {
+                let view = self.view_for_search(ids.1, &ranges);
+                let mut found: Vec<(usize, Oid, Value)> = Vec::with_capacity(ranges.len());
+                {
+                    let status = || self.cache.status();
+                    for (i, r) in ranges.iter().enumerate() {
+                        let (o, v) = next_of(&view, r, r.include, &r.start, &status);
+                        found.push((i, o, v));
+                    }
+                }
+                let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
+                for (_, o, v) in &found {
+                    w.push(o, v);
+                }
+                w.finish();
+                for (i, o, v) in found {
+                    if v != Value::EndOfMibView {
+                        self.cache.note_returned(ids.1, i, &o);
+                    }
+                }
+            }
+            Payload::GetBulk {
+                non_repeaters,
+                max_repetitions,
+                ranges,
+            } => self.get_bulk(ids, non_repeaters, max_repetitions, &ranges),
+            Payload::TestSet { .. } => {
+                // Read-only: every Set fails at its first varbind.
+                self.response(&ids, res_error::NOT_WRITABLE, 1).finish();
+            }
+            Payload::CommitSet | Payload::UndoSet => {
+                self.response(&ids, res_error::NO_ERROR, 0).finish();
+            }
+            // RFC 2741 §7.2.4.3: CleanupSet gets no Response.
+            Payload::CleanupSet => return Ok(false),
+            Payload::Response { sys_uptime, error, .. } => {
+                if let Some((id, _)) = *ping_pending {
+                    if id == ids.2 {
+                        *ping_pending = None;
+                        self.cache.note_master_uptime(sys_uptime);
+                        if error != res_error::NO_ERROR {
+                            return Err(format!("Ping answered {}", res_error::name(error)));
+                        }
+                    }
+                }
+                return Ok(false);
+            }
+            Payload::Close { reason } => {
+                return Err(format!("the master sent Close ({})", close_reason::name(reason)));
+            }
+            // PDUs a master never sends to a subagent.
+            _ => {
+                self.response(&ids, res_error::PARSE_ERROR, 0).finish();
+            }
+        }
+        Ok(true)
+    }
+
+    fn response(&mut self, ids: &(u32, u32, u32), error: u16, index: u16) -> ResponseWriter<'_> {
+        ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, error, index)
+    }
+
+    fn view_for_search(&mut self, txn: u32, ranges: &[SearchRange]) -> std::sync::Arc<MibView> {
+        let starts: Vec<&Oid> = ranges.iter().map(|r| &r.start).collect();
+        self.cache.view_for(txn, &starts, true)
+    }
+
+    /// RFC 2741 §7.2.3.3: the first `non_repeaters` ranges once, then the rest repeatedly,
+    /// each repetition continuing from the previous one's result.
+    fn get_bulk(&mut self, ids: (u32, u32, u32), non_repeaters: u16, max_repetitions: u16, ranges: &[SearchRange]) {
+        let view = self.view_for_search(ids.1, ranges);
+        let n = (non_repeaters as usize).min(ranges.len());
+        let mut last: Vec<(usize, Oid)> = Vec::new();
+        {
+            let status = || self.cache.status();
+            let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
+            for (i, r) in ranges[..n].iter().enumerate() {
+                let (o, v) = next_of(&view, r, r.include, &r.start, &status);
+                w.push(&o, &v);
+                if v != Value::EndOfMibView {
+                    last.push((i, o));
+                }
+            }
+            let repeaters = &ranges[n..];
+            let mut cursor: Vec<(Oid, bool, bool)> = repeaters.iter().map(|r| (r.start.clone(), r.include, false)).collect();
+            for _ in 0..max_repetitions {
+                if repeaters.is_empty() || cursor.iter().all(|c| c.2) || w.payload_len() > BULK_RESPONSE_BUDGET {
+                    break;
+                }
+                for (j, r) in repeaters.iter().enumerate() {
+                    let (start, include, done) = &cursor[j];
+                    if *done {
+                        w.push(&r.start, &Value::EndOfMibView);
+                        continue;
+                    }
+                    let (o, v) = next_of(&view, r, *include, start, &status);
+                    w.push(&o, &v);
+                    if v == Value::EndOfMibView {
+                        cursor[j].2 = true;
+                    } else {
+                        cursor[j] = (o, false, false);
+                    }
+                }
+            }
+            for (j, c) in cursor.into_iter().enumerate() {
+                if !c.2 && c.0 != repeaters[j].start {
+                    last.push((n + j, c.0));
+                }
+            }
+            w.finish();
+        }
+        for (i, o) in last {
+            self.cache.note_returned(ids.1, i, &o);
+        }
+    }
+}
+
+fn h_ids(h: &Header) -> (u32, u32, u32) {
+    (h.session_id, h.transaction_id, h.packet_id)
+}
+
+/// One GetNext step: the next instance after `from` within the range, or endOfMibView named
+/// by the range's start OID.
+fn next_of(
+    view: &MibView,
+    r: &SearchRange,
+    include: bool,
+    from: &Oid,
+    status: &dyn Fn() -> crate::mib::DaemonStatus,
+) -> (Oid, Value) {
+    match view.get_next(from.as_slice(), include, r.end.as_slice(), status) {
+        Some(found) => found,
+        None => (r.start.clone(), Value::EndOfMibView),
+    }
+}
+
+async fn close<W: AsyncWrite + Unpin>(wr: &mut W, session_id: u32, packet_id: u32, reason: u8) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    Pdu::new(session_id, 0, packet_id, Payload::Close { reason }).encode(&mut buf);
+    wr.write_all(&buf).await?;
+    wr.flush().await?;
+    wr.shutdown().await
+}
+
+/// Jittered exponential backoff between `min` and `max`.
+struct Backoff {
+    min: Duration,
+    max: Duration,
+    current: Duration,
+    seed: u64,
+}
+
+impl Backoff {
+    fn new(min: Duration, max: Duration) -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            ^ u64::from(std::process::id()).rotate_left(32);
+        Backoff {
+            min,
+            max: max.max(min),
+            current: min,
+            seed: seed | 1,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.current = self.min;
+    }
+
+    /// The next delay: the current step scaled by a random factor in [0.5, 1.0], so that
+    /// many subagents restarted together do not reconnect in lockstep.
+    fn next(&mut self) -> Duration {
+        // xorshift64: plenty for jitter, no dependency.
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 7;
+        self.seed ^= self.seed << 17;
+        let frac = 0.5 + (self.seed % 1000) as f64 / 2000.0;
+        let d = self.current.mul_f64(frac);
+        self.current = (self.current * 2).min(self.max);
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn master_addresses() {
+        assert_eq!("/var/agentx/master".parse::<MasterAddr>().unwrap(), MasterAddr::Unix("/var/agentx/master".into()));
+        assert_eq!("unix:/x".parse::<MasterAddr>().unwrap(), MasterAddr::Unix("/x".into()));
+        assert_eq!("tcp:127.0.0.1:705".parse::<MasterAddr>().unwrap(), MasterAddr::Tcp("127.0.0.1:705".into()));
+        assert!("tcp:127.0.0.1".parse::<MasterAddr>().is_err());
+        assert!("tcp:host:99999".parse::<MasterAddr>().is_err());
+    }
+
+    #[test]
+    fn backoff_grows_to_max_with_jitter_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(250), Duration::from_secs(2));
+        let d: Vec<Duration> = (0..6).map(|_| b.next()).collect();
+        assert!(d[0] >= Duration::from_millis(125) && d[0] <= Duration::from_millis(250));
+        assert!(d.iter().all(|x| *x <= Duration::from_secs(2)));
+        assert!(d[5] >= Duration::from_secs(1));
+        b.reset();
+        assert!(b.next() <= Duration::from_millis(250));
+    }
+}

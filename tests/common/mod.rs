@@ -1,0 +1,406 @@
+//! Test harness: a private net-snmp snmpd master, the daemon, and the real net-snmp clients.
+//!
+//! Each test gets its own temp dir, a free UDP port on 127.0.0.1 and its own AgentX socket,
+//! so tests run in parallel without seeing each other.
+#![allow(dead_code)]
+
+use memstat_agentx::memstat::{fixture, Allocator, MemoryType, PerCpu, Snapshot};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+pub const ROOT: &str = ".1.3.6.1.4.1.32473.1";
+pub const TYPE_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.2.1";
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_memstat-agentx")
+}
+
+/// Fails the test with a clear message when a required tool is missing.
+pub fn require_tool(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found || Path::new(tool).exists(),
+        "{tool} is not installed: run .ci/run, or apt-get install snmpd snmp"
+    );
+}
+
+/// A free UDP port on 127.0.0.1 (also free for TCP in practice).
+pub fn free_port() -> u16 {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let t = std::net::TcpListener::bind(("127.0.0.1", s.local_addr().unwrap().port()));
+    let port = s.local_addr().unwrap().port();
+    drop(t);
+    port
+}
+
+/// The IETF base MIBs directory (downloaded once by scripts/fetch-base-mibs).
+pub fn base_mibs() -> String {
+    let out = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-base-mibs"))
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/target/base-mibs"))
+        .output()
+        .expect("run scripts/fetch-base-mibs");
+    assert!(
+        out.status.success(),
+        "fetch-base-mibs failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// `-M` argument that finds MEMSTAT-MIB and the base MIBs.
+pub fn mib_dirs() -> String {
+    format!(
+        "{}:{}/mibs:/usr/share/snmp/mibs",
+        base_mibs(),
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Transport {
+    Unix,
+    Tcp,
+}
+
+/// A private snmpd acting as AgentX master.
+pub struct Snmpd {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+    /// The address to give the daemon's --agentx-socket.
+    pub agentx: String,
+    conf: PathBuf,
+}
+
+impl Snmpd {
+    pub fn start(dir: &Path, transport: Transport) -> Snmpd {
+        require_tool("/usr/sbin/snmpd");
+        let port = free_port();
+        let (listen, agentx) = match transport {
+            Transport::Unix => {
+                let p = dir.join("agentx.sock");
+                (p.display().to_string(), format!("unix:{}", p.display()))
+            }
+            Transport::Tcp => {
+                let ap = free_port();
+                (format!("tcp:127.0.0.1:{ap}"), format!("tcp:127.0.0.1:{ap}"))
+            }
+        };
+        let conf = dir.join("snmpd.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "master agentx\n\
+                 agentXSocket {listen}\n\
+                 agentXPerms 0660 0750\n\
+                 rwcommunity public 127.0.0.1\n\
+                 dontLogTCPWrappersConnects yes\n"
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.join("persist")).unwrap();
+        let mut s = Snmpd {
+            child: None,
+            port,
+            dir: dir.to_path_buf(),
+            agentx,
+            conf,
+        };
+        s.launch();
+        s
+    }
+
+    fn launch(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("snmpd.log"))
+            .unwrap();
+        let child = Command::new("/usr/sbin/snmpd")
+            .args(["-f", "-Lo", "-C", "-c"])
+            .arg(&self.conf)
+            .arg("-p")
+            .arg(self.dir.join("snmpd.pid"))
+            .arg(format!("udp:127.0.0.1:{}", self.port))
+            .env("SNMP_PERSISTENT_DIR", self.dir.join("persist"))
+            .env("MIBS", "")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start snmpd");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let o = snmp_cmd("snmpget", self.port, &["-t", "0.3", "-r", "0"], &[".1.3.6.1.2.1.1.3.0"]);
+            if o.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "snmpd did not start: {}",
+                std::fs::read_to_string(self.dir.join("snmpd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+}
+
+impl Drop for Snmpd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The daemon under test.
+pub struct Daemon {
+    child: Option<Child>,
+    pub log: PathBuf,
+    args: Vec<String>,
+}
+
+impl Daemon {
+    /// Starts `memstat-agentx run` with `--agentx-socket` and the given extra arguments.
+    pub fn start(snmpd: &Snmpd, args: &[&str]) -> Daemon {
+        let mut all = vec![
+            "run".to_string(),
+            "--agentx-socket".into(),
+            snmpd.agentx.clone(),
+            "--log-level".into(),
+            "debug".into(),
+        ];
+        all.extend(args.iter().map(|s| s.to_string()));
+        let mut d = Daemon {
+            child: None,
+            log: snmpd.dir.join(format!("daemon-{}.log", free_port())),
+            args: all,
+        };
+        d.launch();
+        d.wait_registered(snmpd.port);
+        d
+    }
+
+    fn launch(&mut self) {
+        let log = std::fs::File::create(&self.log).unwrap();
+        let child = Command::new(bin())
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start memstat-agentx");
+        self.child = Some(child);
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Waits until the master answers for our subtree.
+    pub fn wait_registered(&mut self, port: u16) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let o = snmp_cmd("snmpget", port, &["-t", "0.5", "-r", "0"], &[&format!("{ROOT}.1.1.7.0")]);
+            let text = String::from_utf8_lossy(&o.stdout);
+            if o.status.success() && text.contains("STRING") {
+                return;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("daemon exited with {status}: {}", self.log_text());
+            }
+            assert!(Instant::now() < deadline, "daemon did not register: {}", self.log_text());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Sends a signal and waits up to `within` for the exit status.
+    pub fn signal_and_wait(&mut self, sig: &str, within: Duration) -> Option<std::process::ExitStatus> {
+        let pid = self.pid().to_string();
+        Command::new("kill").args(["-s", sig, &pid]).status().unwrap();
+        let deadline = Instant::now() + within;
+        let c = self.child.as_mut().unwrap();
+        loop {
+            if let Some(s) = c.try_wait().unwrap() {
+                self.child = None;
+                return Some(s);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn restart(&mut self, port: u16) {
+        self.kill();
+        self.launch();
+        self.wait_registered(port);
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs a net-snmp client against 127.0.0.1:port, v2c, community public, numeric output.
+/// Options go before the agent address and OIDs after it, as the clients require.
+pub fn snmp_cmd(tool: &str, port: u16, opts: &[&str], oids: &[&str]) -> Output {
+    Command::new(tool)
+        .args(["-v2c", "-c", "public", "-On", "-Oe", "-m", ""])
+        .args(opts)
+        .arg(format!("127.0.0.1:{port}"))
+        .args(oids)
+        .env("MIBS", "")
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+}
+
+/// One line of client output: `.1.3... = TYPE: value`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub oid: String,
+    pub ty: String,
+    pub value: String,
+}
+
+pub fn parse_lines(out: &str) -> Vec<Line> {
+    out.lines()
+        .filter_map(|l| {
+            let (oid, rest) = l.split_once(" = ")?;
+            let (ty, value) = match rest.split_once(": ") {
+                Some((t, v)) => (t.to_string(), v.trim_matches('"').to_string()),
+                None => (rest.to_string(), String::new()),
+            };
+            Some(Line {
+                oid: oid.to_string(),
+                ty,
+                value,
+            })
+        })
+        .collect()
+}
+
+/// snmpbulkwalk of `oid`; panics when the client fails.
+pub fn bulkwalk(port: u16, oid: &str, opts: &[&str]) -> Vec<Line> {
+    let mut o: Vec<&str> = vec!["-t", "3", "-r", "1"];
+    o.extend_from_slice(opts);
+    let out = snmp_cmd("snmpbulkwalk", port, &o, &[oid]);
+    assert!(
+        out.status.success(),
+        "snmpbulkwalk {oid} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_lines(&String::from_utf8_lossy(&out.stdout))
+}
+
+pub fn get(port: u16, oids: &[&str]) -> Vec<Line> {
+    let out = snmp_cmd("snmpget", port, &["-t", "3", "-r", "1"], oids);
+    assert!(
+        out.status.success(),
+        "snmpget failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_lines(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// A type with every statistic set from `seed`, with values past 2^32.
+pub fn full_type(alloc: Allocator, name: &str, seed: u64) -> MemoryType {
+    let big = (1u64 << 33) + seed;
+    let mut t = MemoryType::new(alloc, name);
+    t.size = Some(256 + seed);
+    t.real_size = Some(272 + seed);
+    t.count_limit = Some(1000 + seed);
+    t.bytes_limit = Some(big * 3);
+    t.in_use_count = Some(10 + seed);
+    t.in_use_bytes = Some(big * 2);
+    t.free_count = Some(5 + seed);
+    t.total_count = Some(15 + seed);
+    t.allocs = Some(big + 7);
+    t.frees = Some(big);
+    t.bytes_allocated = Some(big * 5);
+    t.bytes_freed = Some(big * 4);
+    t.failures = Some(seed);
+    t.sleeps = Some(seed + 1);
+    t.xdomain = Some(seed + 2);
+    t.zone_free = Some(seed + 3);
+    t.keg_free = Some(seed + 4);
+    t.size_mask = Some(0x0102_0304_0506_0708 + seed);
+    t.slab_bytes = Some(big * 6);
+    t.per_cpu = vec![
+        PerCpu {
+            cpu: 0,
+            allocs: Some(big + 1),
+            frees: Some(seed),
+            cache_free: Some(3),
+        },
+        PerCpu {
+            cpu: 1,
+            allocs: Some(2),
+            frees: Some(1),
+            cache_free: None,
+        },
+    ];
+    t
+}
+
+/// A fixture with full rows, sparse rows (absent cells), a duplicate name and every allocator.
+pub fn sample_types() -> Vec<MemoryType> {
+    let mut sparse = MemoryType::new(Allocator::Slab, "dentry");
+    sparse.size = Some(192);
+    sparse.in_use_count = Some(5_000_000_000);
+    let mut malloc = MemoryType::new(Allocator::Malloc, "temp");
+    malloc.allocs = Some(123);
+    malloc.size_mask = Some(0x24);
+    let mut dup = full_type(Allocator::Uma, "mbuf", 9);
+    dup.ordinal = 1;
+    vec![
+        malloc,
+        full_type(Allocator::Uma, "mbuf", 1),
+        dup,
+        full_type(Allocator::Uma, "mbuf_cluster", 2),
+        sparse,
+    ]
+}
+
+pub fn write_fixture(path: &Path, types: Vec<MemoryType>) {
+    let s = Snapshot::new(0, SystemTime::now(), String::new(), types);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, fixture::to_json(&s)).unwrap();
+    // Atomic replace: the daemon never reads a half-written file.
+    std::fs::rename(&tmp, path).unwrap();
+}
