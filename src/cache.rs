@@ -186,8 +186,11 @@ impl Cache {
     /// The newest view, refreshed first when it is older than `max_age`. A failed source is
     /// retried at most once per `max_age`, so a broken source costs one read per window.
     fn fresh(&mut self, now: Instant) -> Arc<MibView> {
-        let young = |t: Option<Instant>| t.is_some_and(|t| now.duration_since(t) < self.cfg.max_age);
-        if !young(self.current_at) && !(self.last_error.is_some() && young(self.last_attempt)) {
+        let young =
+            |t: Option<Instant>| t.is_some_and(|t| now.duration_since(t) < self.cfg.max_age);
+        let fresh_enough = young(self.current_at);
+        let failed_recently = self.last_error.is_some() && young(self.last_attempt);
+        if !fresh_enough && !failed_recently {
             let _ = self.refresh();
         }
         self.current.clone().unwrap_or_else(|| self.empty.clone())
@@ -195,7 +198,12 @@ impl Cache {
 
     /// The view that serves a request with this transactionID and these SearchRange starts.
     /// `continues` is true for GetNext/GetBulk, whose starts may continue an earlier walk.
-    pub fn view_for(&mut self, transaction_id: u32, starts: &[&Oid], continues: bool) -> Arc<MibView> {
+    pub fn view_for(
+        &mut self,
+        transaction_id: u32,
+        starts: &[&Oid],
+        continues: bool,
+    ) -> Arc<MibView> {
         let now = Instant::now();
         self.expire(now);
         if let Some(p) = self.pins.get(&transaction_id) {
@@ -367,7 +375,11 @@ mod tests {
         assert_eq!(v.snapshot().generation, 1);
         let st = c.status();
         assert_eq!(st.status, SourceStatus::Stale);
-        assert!(st.last_error.contains("f.json") && st.last_error.contains("line 1"), "{}", st.last_error);
+        assert!(
+            st.last_error.contains("f.json") && st.last_error.contains("line 1"),
+            "{}",
+            st.last_error
+        );
         assert_eq!(st.refresh_failures, 1);
         write_fixture(&p, 3);
         let v = c.view_for(3, &[], false);
@@ -389,10 +401,22 @@ mod tests {
             Snapshot::new(gen, SystemTime::now(), String::new(), types)
         };
         let mut d = Discontinuity::default();
-        assert_eq!(d.update(&mk(1, &[("a", 5), ("b", 5)]), true, 100), vec![0, 0]);
-        assert_eq!(d.update(&mk(2, &[("a", 6), ("b", 1), ("c", 1)]), false, 200), vec![0, 200, 200]);
-        assert_eq!(d.update(&mk(3, &[("a", 7), ("b", 2)]), false, 300), vec![0, 200]);
+        assert_eq!(
+            d.update(&mk(1, &[("a", 5), ("b", 5)]), true, 100),
+            vec![0, 0]
+        );
+        assert_eq!(
+            d.update(&mk(2, &[("a", 6), ("b", 1), ("c", 1)]), false, 200),
+            vec![0, 200, 200]
+        );
+        assert_eq!(
+            d.update(&mk(3, &[("a", 7), ("b", 2)]), false, 300),
+            vec![0, 200]
+        );
         // c vanished in generation 3 and returns in 4: its counters may have restarted.
-        assert_eq!(d.update(&mk(4, &[("a", 8), ("c", 9)]), false, 400), vec![0, 400]);
+        assert_eq!(
+            d.update(&mk(4, &[("a", 8), ("c", 9)]), false, 400),
+            vec![0, 400]
+        );
     }
 }

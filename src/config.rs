@@ -393,6 +393,17 @@ impl Config {
     pub fn apply_checked(&mut self, o: &Overrides) -> Result<(), ConfigError> {
         o.check()?;
         self.apply(o);
+        if self.backoff_min > self.backoff_max && o.backoff_min.is_none() {
+            // Only --backoff-max was given, and it is below the file's backoff-min.
+            return Err(cli_error(
+                "backoff-max",
+                format!(
+                    "{} s must be at least backoff-min ({} s)",
+                    secs_str(self.backoff_max),
+                    secs_str(self.backoff_min)
+                ),
+            ));
+        }
         self.validate()
     }
 
@@ -982,6 +993,13 @@ agent-caps = false
         };
         let e = c.clone().apply_checked(&o).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("--backoff-min"), "{e}");
+        let o = Overrides {
+            backoff_max: Some(0.1),
+            ..Overrides::default()
+        };
+        let e = c.clone().apply_checked(&o).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("--backoff-max"), "{e}");
+        assert!(e.message.contains("at least backoff-min (0.25 s)"), "{e}");
         let o = Overrides {
             source: Some("nope".into()),
             ..Overrides::default()

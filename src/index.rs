@@ -224,6 +224,9 @@ mod tests {
         let (a, r) = m.assign(&types(&["x"]));
         r.unwrap();
         assert_eq!(a, vec![1]);
-        assert!(IndexMap::load(dir.path()).warning.is_none(), "rewritten cleanly");
+        assert!(
+            IndexMap::load(dir.path()).warning.is_none(),
+            "rewritten cleanly"
+        );
     }
 }

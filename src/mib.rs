@@ -98,7 +98,8 @@ const SCALARS: &[(u32, &str, Syntax, ScalarFn)] = &[
         Some(Value::TimeTicks(d.uptime_ticks))
     }),
     (2, "memSnapshotTime", Syntax::OctetString, |d| {
-        d.snapshot_time_ms.map(|ms| Value::OctetString(date_and_time(ms).to_vec()))
+        d.snapshot_time_ms
+            .map(|ms| Value::OctetString(date_and_time(ms).to_vec()))
     }),
     (3, "memSnapshotAge", Syntax::Unsigned32, |d| {
         d.snapshot_age_ms
@@ -131,7 +132,9 @@ const SCALARS: &[(u32, &str, Syntax, ScalarFn)] = &[
 
 /// memTypeTable columns (memTypeIndex, column 1, is not-accessible and has no cells).
 const TYPE_COLUMNS: &[(u32, &str, Syntax, TypeFn)] = &[
-    (2, "memTypeName", Syntax::OctetString, |t, _| Some(text(&t.name))),
+    (2, "memTypeName", Syntax::OctetString, |t, _| {
+        Some(text(&t.name))
+    }),
     (3, "memTypeAllocator", Syntax::Integer, |t, _| {
         Some(Value::Integer(t.allocator.number() as i32))
     }),
@@ -139,29 +142,55 @@ const TYPE_COLUMNS: &[(u32, &str, Syntax, TypeFn)] = &[
         Some(Value::Gauge32(t.ordinal))
     }),
     (5, "memTypeSize", Syntax::Counter64, |t, _| g64(t.size)),
-    (6, "memTypeRealSize", Syntax::Counter64, |t, _| g64(t.real_size)),
-    (7, "memTypeCountLimit", Syntax::Counter64, |t, _| g64(t.count_limit)),
-    (8, "memTypeBytesLimit", Syntax::Counter64, |t, _| g64(t.bytes_limit)),
-    (9, "memTypeInUseCount", Syntax::Counter64, |t, _| g64(t.in_use_count)),
-    (10, "memTypeInUseBytes", Syntax::Counter64, |t, _| g64(t.in_use_bytes)),
-    (11, "memTypeFreeCount", Syntax::Counter64, |t, _| g64(t.free_count)),
-    (12, "memTypeTotalCount", Syntax::Counter64, |t, _| g64(t.total_count)),
+    (6, "memTypeRealSize", Syntax::Counter64, |t, _| {
+        g64(t.real_size)
+    }),
+    (7, "memTypeCountLimit", Syntax::Counter64, |t, _| {
+        g64(t.count_limit)
+    }),
+    (8, "memTypeBytesLimit", Syntax::Counter64, |t, _| {
+        g64(t.bytes_limit)
+    }),
+    (9, "memTypeInUseCount", Syntax::Counter64, |t, _| {
+        g64(t.in_use_count)
+    }),
+    (10, "memTypeInUseBytes", Syntax::Counter64, |t, _| {
+        g64(t.in_use_bytes)
+    }),
+    (11, "memTypeFreeCount", Syntax::Counter64, |t, _| {
+        g64(t.free_count)
+    }),
+    (12, "memTypeTotalCount", Syntax::Counter64, |t, _| {
+        g64(t.total_count)
+    }),
     (13, "memTypeAllocs", Syntax::Counter64, |t, _| g64(t.allocs)),
     (14, "memTypeFrees", Syntax::Counter64, |t, _| g64(t.frees)),
     (15, "memTypeBytesAllocated", Syntax::Counter64, |t, _| {
         g64(t.bytes_allocated)
     }),
-    (16, "memTypeBytesFreed", Syntax::Counter64, |t, _| g64(t.bytes_freed)),
-    (17, "memTypeFailures", Syntax::Counter64, |t, _| g64(t.failures)),
+    (16, "memTypeBytesFreed", Syntax::Counter64, |t, _| {
+        g64(t.bytes_freed)
+    }),
+    (17, "memTypeFailures", Syntax::Counter64, |t, _| {
+        g64(t.failures)
+    }),
     (18, "memTypeSleeps", Syntax::Counter64, |t, _| g64(t.sleeps)),
-    (19, "memTypeCrossDomainFrees", Syntax::Counter64, |t, _| g64(t.xdomain)),
-    (20, "memTypeZoneFree", Syntax::Counter64, |t, _| g64(t.zone_free)),
-    (21, "memTypeKegFree", Syntax::Counter64, |t, _| g64(t.keg_free)),
+    (19, "memTypeCrossDomainFrees", Syntax::Counter64, |t, _| {
+        g64(t.xdomain)
+    }),
+    (20, "memTypeZoneFree", Syntax::Counter64, |t, _| {
+        g64(t.zone_free)
+    }),
+    (21, "memTypeKegFree", Syntax::Counter64, |t, _| {
+        g64(t.keg_free)
+    }),
     (22, "memTypeSizeMask", Syntax::OctetString, |t, _| {
         t.size_mask
             .map(|m| Value::OctetString(m.to_be_bytes().to_vec()))
     }),
-    (23, "memTypeSlabBytes", Syntax::Counter64, |t, _| g64(t.slab_bytes)),
+    (23, "memTypeSlabBytes", Syntax::Counter64, |t, _| {
+        g64(t.slab_bytes)
+    }),
     (24, "memTypeDiscontinuityTime", Syntax::TimeTicks, |_, r| {
         Some(Value::TimeTicks(r.discontinuity))
     }),
@@ -171,7 +200,9 @@ const TYPE_COLUMNS: &[(u32, &str, Syntax, TypeFn)] = &[
 const CPU_COLUMNS: &[(u32, &str, Syntax, CpuFn)] = &[
     (2, "memCpuAllocs", Syntax::Counter64, |c| g64(c.allocs)),
     (3, "memCpuFrees", Syntax::Counter64, |c| g64(c.frees)),
-    (4, "memCpuCacheFree", Syntax::Counter64, |c| g64(c.cache_free)),
+    (4, "memCpuCacheFree", Syntax::Counter64, |c| {
+        g64(c.cache_free)
+    }),
 ];
 
 /// memAllocatorTable columns (memAllocatorType, column 1, is not-accessible).
@@ -179,9 +210,15 @@ const ALLOC_COLUMNS: &[(u32, &str, Syntax, AllocFn)] = &[
     (2, "memAllocatorTypeCount", Syntax::Gauge32, |a| {
         Some(Value::Gauge32(a.types.min(u32::MAX as u64) as u32))
     }),
-    (3, "memAllocatorInUseBytes", Syntax::Counter64, |a| g64(a.in_use_bytes)),
-    (4, "memAllocatorFreeBytes", Syntax::Counter64, |a| g64(a.free_bytes)),
-    (5, "memAllocatorFailures", Syntax::Counter64, |a| g64(a.failures)),
+    (3, "memAllocatorInUseBytes", Syntax::Counter64, |a| {
+        g64(a.in_use_bytes)
+    }),
+    (4, "memAllocatorFreeBytes", Syntax::Counter64, |a| {
+        g64(a.free_bytes)
+    }),
+    (5, "memAllocatorFailures", Syntax::Counter64, |a| {
+        g64(a.failures)
+    }),
 ];
 
 fn root(tail: &[u32]) -> Vec<u32> {
@@ -205,20 +242,60 @@ pub fn object_defs() -> Vec<ObjectDef> {
     }
     let t = [OBJECTS, TYPE_TABLE];
     v.push(def("memTypeTable", &t, Syntax::Table, NotAccessible));
-    v.push(def("memTypeEntry", &[OBJECTS, TYPE_TABLE, 1], Syntax::Entry, NotAccessible));
-    v.push(def("memTypeIndex", &[OBJECTS, TYPE_TABLE, 1, 1], Syntax::Unsigned32, NotAccessible));
+    v.push(def(
+        "memTypeEntry",
+        &[OBJECTS, TYPE_TABLE, 1],
+        Syntax::Entry,
+        NotAccessible,
+    ));
+    v.push(def(
+        "memTypeIndex",
+        &[OBJECTS, TYPE_TABLE, 1, 1],
+        Syntax::Unsigned32,
+        NotAccessible,
+    ));
     for &(sub, name, syntax, _) in TYPE_COLUMNS {
         v.push(def(name, &[OBJECTS, TYPE_TABLE, 1, sub], syntax, ReadOnly));
     }
-    v.push(def("memCpuTable", &[OBJECTS, CPU_TABLE], Syntax::Table, NotAccessible));
-    v.push(def("memCpuEntry", &[OBJECTS, CPU_TABLE, 1], Syntax::Entry, NotAccessible));
-    v.push(def("memCpuIndex", &[OBJECTS, CPU_TABLE, 1, 1], Syntax::Unsigned32, NotAccessible));
+    v.push(def(
+        "memCpuTable",
+        &[OBJECTS, CPU_TABLE],
+        Syntax::Table,
+        NotAccessible,
+    ));
+    v.push(def(
+        "memCpuEntry",
+        &[OBJECTS, CPU_TABLE, 1],
+        Syntax::Entry,
+        NotAccessible,
+    ));
+    v.push(def(
+        "memCpuIndex",
+        &[OBJECTS, CPU_TABLE, 1, 1],
+        Syntax::Unsigned32,
+        NotAccessible,
+    ));
     for &(sub, name, syntax, _) in CPU_COLUMNS {
         v.push(def(name, &[OBJECTS, CPU_TABLE, 1, sub], syntax, ReadOnly));
     }
-    v.push(def("memAllocatorTable", &[OBJECTS, ALLOC_TABLE], Syntax::Table, NotAccessible));
-    v.push(def("memAllocatorEntry", &[OBJECTS, ALLOC_TABLE, 1], Syntax::Entry, NotAccessible));
-    v.push(def("memAllocatorType", &[OBJECTS, ALLOC_TABLE, 1, 1], Syntax::Integer, NotAccessible));
+    v.push(def(
+        "memAllocatorTable",
+        &[OBJECTS, ALLOC_TABLE],
+        Syntax::Table,
+        NotAccessible,
+    ));
+    v.push(def(
+        "memAllocatorEntry",
+        &[OBJECTS, ALLOC_TABLE, 1],
+        Syntax::Entry,
+        NotAccessible,
+    ));
+    v.push(def(
+        "memAllocatorType",
+        &[OBJECTS, ALLOC_TABLE, 1, 1],
+        Syntax::Integer,
+        NotAccessible,
+    ));
     for &(sub, name, syntax, _) in ALLOC_COLUMNS {
         v.push(def(name, &[OBJECTS, ALLOC_TABLE, 1, sub], syntax, ReadOnly));
     }
@@ -402,7 +479,16 @@ impl MibView {
 
     /// A view with no rows, served before the first successful read.
     pub fn empty() -> MibView {
-        MibView::new(Arc::new(Snapshot::new(0, std::time::UNIX_EPOCH, String::new(), Vec::new())), &[], &[])
+        MibView::new(
+            Arc::new(Snapshot::new(
+                0,
+                std::time::UNIX_EPOCH,
+                String::new(),
+                Vec::new(),
+            )),
+            &[],
+            &[],
+        )
     }
 
     pub fn snapshot(&self) -> &Arc<Snapshot> {
@@ -487,7 +573,8 @@ impl MibView {
     ) -> Option<(Oid, Value)> {
         let objs = objects();
         // Objects whose whole subtree lies before `start` are skipped by binary search.
-        let first = objs.partition_point(|o| o.prefix.as_slice() < start && !start.starts_with(&o.prefix));
+        let first =
+            objs.partition_point(|o| o.prefix.as_slice() < start && !start.starts_with(&o.prefix));
         let mut status_cache: Option<DaemonStatus> = None;
         for obj in &objs[first..] {
             // The instance suffix to search after; None means "from the first instance".
@@ -630,8 +717,18 @@ mod tests {
         a.size = Some(1 << 40);
         a.allocs = Some(5);
         a.per_cpu = vec![
-            PerCpu { cpu: 1, allocs: Some(2), frees: Some(1), cache_free: None },
-            PerCpu { cpu: 0, allocs: Some(3), frees: Some(0), cache_free: Some(7) },
+            PerCpu {
+                cpu: 1,
+                allocs: Some(2),
+                frees: Some(1),
+                cache_free: None,
+            },
+            PerCpu {
+                cpu: 0,
+                allocs: Some(3),
+                frees: Some(0),
+                cache_free: Some(7),
+            },
         ];
         let mut b = MemoryType::new(Allocator::Slab, "b");
         b.size = Some(64);
@@ -650,9 +747,17 @@ mod tests {
     fn get_distinguishes_object_and_instance() {
         let v = view();
         assert_eq!(v.get(&col(5, &[7]), &status), Value::Counter64(1 << 40));
-        assert_eq!(v.get(&col(13, &[3]), &status), Value::NoSuchInstance, "absent cell");
+        assert_eq!(
+            v.get(&col(13, &[3]), &status),
+            Value::NoSuchInstance,
+            "absent cell"
+        );
         assert_eq!(v.get(&col(5, &[99]), &status), Value::NoSuchInstance);
-        assert_eq!(v.get(&col(1, &[7]), &status), Value::NoSuchObject, "index column");
+        assert_eq!(
+            v.get(&col(1, &[7]), &status),
+            Value::NoSuchObject,
+            "index column"
+        );
         assert_eq!(v.get(&root(&[9]), &status), Value::NoSuchObject);
         assert_eq!(v.get(&root(&[1, 1, 1, 0]), &status), Value::TimeTicks(42));
         assert_eq!(v.get(&root(&[1, 1, 1, 1]), &status), Value::NoSuchInstance);
@@ -673,7 +778,9 @@ mod tests {
         let (o, _) = v.get_next(&col(12, &[99]), false, &[], &status).unwrap();
         assert_eq!(o.0, col(13, &[7]));
         // The end bound is exclusive.
-        assert!(v.get_next(&col(5, &[3]), false, &col(5, &[7]), &status).is_none());
+        assert!(v
+            .get_next(&col(5, &[3]), false, &col(5, &[7]), &status)
+            .is_none());
         // Per-CPU rows come out sorted by CPU.
         let (o, _) = v.get_next(&root(&[1, 3]), false, &[], &status).unwrap();
         assert_eq!(o.0, root(&[1, 3, 1, 2, 7, 0]));

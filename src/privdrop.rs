@@ -21,6 +21,9 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 /// True if the effective user is root.
 pub fn is_root() -> bool {
@@ -338,6 +341,58 @@ fn clear_capabilities() -> Result<(), String> {
     Ok(())
 }
 
+/// Gives `dir` and the entries directly inside it to `user` and its primary group, so that
+/// the daemon can still write its state after [`drop_privileges`]. Call it before dropping.
+///
+/// Entries are changed with lchown (a symbolic link is not followed); subdirectories are not
+/// descended into. Does nothing unless we are root (an unprivileged process could not give
+/// files away; systemd's `StateDirectory=` and the rc.d script's `install -d -o` have then
+/// made the directory the user's already), and skips what already belongs to the user.
+pub fn chown_to_user(dir: &Path, user: &str) -> Result<(), String> {
+    if !is_root() {
+        return Ok(());
+    }
+    let account = lookup_user(user)?;
+    chown_one(dir, &account, true)?;
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        chown_one(&entry.path(), &account, false)?;
+    }
+    Ok(())
+}
+
+fn chown_one(path: &Path, account: &Account, follow: bool) -> Result<(), String> {
+    let meta = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    }
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.uid() == account.uid && meta.gid() == account.gid {
+        return Ok(());
+    }
+    let cpath = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: path contains a NUL byte", path.display()))?;
+    // SAFETY: cpath is a NUL-terminated string that lives across the call; the ids are
+    // integers.
+    let rc = unsafe {
+        if follow {
+            libc::chown(cpath.as_ptr(), account.uid, account.gid)
+        } else {
+            libc::lchown(cpath.as_ptr(), account.uid, account.gid)
+        }
+    };
+    if rc != 0 {
+        return Err(os_err(&format!(
+            "cannot give {} to user {:?}",
+            path.display(),
+            account.name
+        )));
+    }
+    Ok(())
+}
+
 /// The name of the user we run as, for log messages.
 pub fn current_user_name() -> Option<String> {
     // SAFETY: getuid cannot fail.
@@ -354,17 +409,6 @@ pub fn current_user_name() -> Option<String> {
     // SAFETY: on success pw_name points to a NUL-terminated string inside buf, alive here.
     let name = unsafe { CStr::from_ptr(pwd.pw_name) };
     Some(name.to_string_lossy().into_owned())
-}
-
-/// Gives `path` to `user` and the user's primary group, so that the daemon can still write
-/// its state after dropping privileges. Does nothing unless we are root.
-pub fn chown_to_user(path: &std::path::Path, user: &str) -> Result<(), String> {
-    if !is_root() {
-        return Ok(());
-    }
-    let account = lookup_user(user)?;
-    std::os::unix::fs::chown(path, Some(account.uid), Some(account.gid))
-        .map_err(|e| format!("cannot give {} to {user}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -393,6 +437,38 @@ mod tests {
         let root = lookup_user("root").unwrap();
         let groups = group_list(&root).unwrap();
         assert!(groups.contains(&root.gid), "{groups:?}");
+    }
+
+    #[test]
+    fn chown_to_user_gives_the_state_dir_away() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("indexes"), b"x").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link")).unwrap();
+        let me = current_user_name().unwrap();
+        // To ourselves: nothing to change.
+        chown_to_user(dir.path(), &me).unwrap();
+        if !is_root() || lookup_user("nobody").is_err() {
+            return;
+        }
+        assert!(chown_to_user(dir.path(), "no-such-user-memstat-xyz").is_err());
+        let nobody = lookup_user("nobody").unwrap();
+        let passwd_before = std::fs::metadata("/etc/passwd").unwrap();
+        chown_to_user(dir.path(), "nobody").unwrap();
+        for p in [dir.path().to_path_buf(), dir.path().join("indexes")] {
+            let m = std::fs::metadata(&p).unwrap();
+            assert_eq!(
+                (m.uid(), m.gid()),
+                (nobody.uid, nobody.gid),
+                "{}",
+                p.display()
+            );
+        }
+        // The link itself changed, not its target.
+        let l = std::fs::symlink_metadata(dir.path().join("link")).unwrap();
+        assert_eq!(l.uid(), nobody.uid);
+        let passwd_after = std::fs::metadata("/etc/passwd").unwrap();
+        assert_eq!(passwd_before.uid(), passwd_after.uid());
+        assert_eq!(passwd_before.gid(), passwd_after.gid());
     }
 
     #[test]

@@ -89,8 +89,8 @@ fn uma_table(out: &mut String, rows: &[&MemoryType]) {
 fn malloc_table(out: &mut String, rows: &[&MemoryType]) {
     let _ = writeln!(
         out,
-        "{:>16} {:>10} {:>12} {:>12}  {}",
-        "Type", "InUse", "MemUse", "Requests", "SizeMask"
+        "{:>16} {:>10} {:>12} {:>12}  SizeMask",
+        "Type", "InUse", "MemUse", "Requests"
     );
     for t in rows {
         let _ = writeln!(
@@ -100,7 +100,8 @@ fn malloc_table(out: &mut String, rows: &[&MemoryType]) {
             opt(t.in_use_count),
             opt(t.in_use_bytes),
             opt(t.allocs),
-            t.size_mask.map_or_else(|| "-".into(), |m| format!("{m:#x}")),
+            t.size_mask
+                .map_or_else(|| "-".into(), |m| format!("{m:#x}")),
         );
     }
 }
@@ -145,7 +146,10 @@ mod tests {
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), vec![t]);
         let out = table(&s);
         let row = out.lines().nth(1).unwrap();
-        assert_eq!(row, "mbuf:                  256,      0,      10,       5,     100,   0,   0,   0");
+        assert_eq!(
+            row,
+            "mbuf:                  256,      0,      10,       5,     100,   0,   0,   0"
+        );
     }
 
     #[test]

@@ -74,7 +74,11 @@ fn as_map(lines: &[Line]) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-fn setup(transport: Transport, types: Vec<MemoryType>, extra: &[&str]) -> (tempfile::TempDir, Snmpd, Daemon) {
+fn setup(
+    transport: Transport,
+    types: Vec<MemoryType>,
+    extra: &[&str],
+) -> (tempfile::TempDir, Snmpd, Daemon) {
     let dir = tempfile::tempdir().unwrap();
     let fix = dir.path().join("fixture.json");
     write_fixture(&fix, types);
@@ -110,11 +114,18 @@ fn bulkwalk_snmptable_and_get_return_exactly_the_fixture() {
             }
         }
     }
-    assert_eq!(as_map(&bulkwalk(snmpd.port, &format!("{ROOT}.1.3"), &[])), cpu_expected);
+    assert_eq!(
+        as_map(&bulkwalk(snmpd.port, &format!("{ROOT}.1.3"), &[])),
+        cpu_expected
+    );
 
     // Allocator summary: type counts per allocator.
     let alloc = as_map(&bulkwalk(snmpd.port, &format!("{ROOT}.1.4"), &[]));
-    for (a, n) in [(Allocator::Malloc, 1), (Allocator::Uma, 3), (Allocator::Slab, 1)] {
+    for (a, n) in [
+        (Allocator::Malloc, 1),
+        (Allocator::Uma, 3),
+        (Allocator::Slab, 1),
+    ] {
         assert_eq!(
             alloc.get(&format!("{ROOT}.1.4.1.2.{}", a as u32)),
             Some(&("Gauge32".to_string(), n.to_string()))
@@ -137,23 +148,54 @@ fn bulkwalk_snmptable_and_get_return_exactly_the_fixture() {
         .collect();
     let refs: Vec<&str> = oids.iter().map(String::as_str).collect();
     for l in get(snmpd.port, &refs) {
-        assert_eq!(Some(&(l.ty.clone(), l.value.trim().to_string())), expected.get(&l.oid), "{l:?}");
+        assert_eq!(
+            Some(&(l.ty.clone(), l.value.trim().to_string())),
+            expected.get(&l.oid),
+            "{l:?}"
+        );
     }
-    let absent = get(snmpd.port, &[&format!("{TYPE_ENTRY}.13.5"), &format!("{TYPE_ENTRY}.5.99")]);
-    assert!(absent.iter().all(|l| l.ty.contains("No Such Instance")), "{absent:?}");
+    let absent = get(
+        snmpd.port,
+        &[&format!("{TYPE_ENTRY}.13.5"), &format!("{TYPE_ENTRY}.5.99")],
+    );
+    assert!(
+        absent.iter().all(|l| l.ty.contains("No Such Instance")),
+        "{absent:?}"
+    );
 
     // snmptable with the MIB loaded: names and a 64-bit counter per row, `?` for absent cells.
     let out = std::process::Command::new("snmptable")
-        .args(["-v2c", "-c", "public", "-M", &mib_dirs(), "-m", "MEMSTAT-MIB", "-OU", "-Cf", "|", "-Ci"])
+        .args([
+            "-v2c",
+            "-c",
+            "public",
+            "-M",
+            &mib_dirs(),
+            "-m",
+            "MEMSTAT-MIB",
+            "-OU",
+            "-Cf",
+            "|",
+            "-Ci",
+        ])
         .arg(format!("127.0.0.1:{}", snmpd.port))
         .arg("MEMSTAT-MIB::memTypeTable")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "snmptable: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "snmptable: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut lines = text.lines().filter(|l| l.contains('|'));
     let header: Vec<&str> = lines.next().unwrap().split('|').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name} in {header:?}"));
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("{name} in {header:?}"))
+    };
     let (name_c, allocs_c, idx_c) = (col("memTypeName"), col("memTypeAllocs"), col("index"));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split('|').collect()).collect();
     assert_eq!(rows.len(), types.len(), "{text}");
@@ -161,7 +203,11 @@ fn bulkwalk_snmptable_and_get_return_exactly_the_fixture() {
         let i: usize = row[idx_c].parse().unwrap();
         let t = &types[i - 1];
         assert_eq!(row[name_c], t.name);
-        assert_eq!(row[allocs_c], t.allocs.map_or("?".to_string(), |v| v.to_string()), "{text}");
+        assert_eq!(
+            row[allocs_c],
+            t.allocs.map_or("?".to_string(), |v| v.to_string()),
+            "{text}"
+        );
     }
 }
 
@@ -170,7 +216,10 @@ fn serves_over_tcp_agentx_too() {
     let types = sample_types();
     let (_dir, snmpd, _daemon) = setup(Transport::Tcp, types.clone(), &[]);
     assert!(snmpd.agentx.starts_with("tcp:"));
-    assert_eq!(as_map(&bulkwalk(snmpd.port, TYPE_ENTRY, &[])), expected_table(&types));
+    assert_eq!(
+        as_map(&bulkwalk(snmpd.port, TYPE_ENTRY, &[])),
+        expected_table(&types)
+    );
 }
 
 /// Rows whose every figure encodes the generation of the fixture they came from.
@@ -207,11 +256,11 @@ fn generations(lines: &[Line]) -> std::collections::BTreeSet<u64> {
 
 #[test]
 fn every_walk_is_served_from_one_snapshot() {
-    let rows = 60;
+    let rows = 100;
     let (dir, snmpd, _daemon) = setup(
         Transport::Unix,
         generation_types(1, rows),
-        &["--max-age", "0.02", "--walk-window", "30"],
+        &["--max-age", "0.01", "--walk-window", "30"],
     );
     let fix = dir.path().join("fixture.json");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -228,12 +277,15 @@ fn every_walk_is_served_from_one_snapshot() {
             gen
         })
     };
-    // One walker alone, slow enough (-Cr1: one row per request) to outlive many max-age
-    // periods.
+    // One walker alone, slow enough (-Cr1: one row per request) to outlive max-age (10 ms)
+    // at least five times over.
     let t0 = Instant::now();
     let walk = bulkwalk(snmpd.port, &format!("{ROOT}.1.2"), &["-Cr1"]);
     let took = t0.elapsed();
-    assert!(took > Duration::from_millis(100), "walk too short to test anything: {took:?}");
+    assert!(
+        took > Duration::from_millis(50),
+        "walk too short to test anything: {took:?}"
+    );
     assert_eq!(walk.len(), rows * 11, "every cell of every row");
     let g = generations(&walk);
     assert_eq!(g.len(), 1, "one walk saw generations {g:?}");
@@ -252,7 +304,10 @@ fn every_walk_is_served_from_one_snapshot() {
     assert_eq!(wa.len(), rows * 11);
     assert_eq!(wb.len(), rows * 11);
     // The data really changed under the walks: the fixture went through many generations.
-    assert!(last_gen > g.iter().next().unwrap() + 5, "fixture only reached {last_gen}");
+    assert!(
+        last_gen > g.iter().next().unwrap() + 5,
+        "fixture only reached {last_gen}"
+    );
 }
 
 #[test]
@@ -270,7 +325,15 @@ fn snmpset_is_refused_with_not_writable_and_the_session_stays() {
     // Still connected on the same session: a Get works and there was no reconnect.
     let l = get(snmpd.port, &[&format!("{TYPE_ENTRY}.2.1")]);
     assert_eq!(l[0].value, "temp");
-    assert_eq!(daemon.log_text().matches("connected to the AgentX master").count(), 1, "{}", daemon.log_text());
+    assert_eq!(
+        daemon
+            .log_text()
+            .matches("connected to the AgentX master")
+            .count(),
+        1,
+        "{}",
+        daemon.log_text()
+    );
 }
 
 /// (name#ordinal) → memTypeIndex, from a walk of the name and ordinal columns.
@@ -282,7 +345,12 @@ fn name_indexes(port: u16) -> BTreeMap<String, String> {
         .collect();
     bulkwalk(port, &format!("{TYPE_ENTRY}.2"), &[])
         .iter()
-        .map(|l| (format!("{}#{}", l.value, ordinals[&index_of(l)]), index_of(l)))
+        .map(|l| {
+            (
+                format!("{}#{}", l.value, ordinals[&index_of(l)]),
+                index_of(l),
+            )
+        })
         .collect()
 }
 
@@ -299,11 +367,20 @@ fn survives_master_restart_and_keeps_indexes_across_daemon_restart() {
     snmpd.restart();
     let back = Instant::now();
     loop {
-        let o = snmp_cmd("snmpget", snmpd.port, &["-t", "0.2", "-r", "0"], &[&format!("{TYPE_ENTRY}.2.1")]);
+        let o = snmp_cmd(
+            "snmpget",
+            snmpd.port,
+            &["-t", "0.2", "-r", "0"],
+            &[&format!("{TYPE_ENTRY}.2.1")],
+        );
         if String::from_utf8_lossy(&o.stdout).contains("STRING") {
             break;
         }
-        assert!(back.elapsed() < Duration::from_secs(3), "no answer 3 s after the master came back: {}", daemon.log_text());
+        assert!(
+            back.elapsed() < Duration::from_secs(3),
+            "no answer 3 s after the master came back: {}",
+            daemon.log_text()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(daemon.is_running());
@@ -334,10 +411,25 @@ fn live_linux_source_keeps_indexes_across_restart() {
     let state = dir.path().join("state").display().to_string();
     let mut daemon = Daemon::start(&snmpd, &["--source", "linux", "--state-dir", &state]);
     let before = name_indexes(snmpd.port);
-    let caches = std::fs::read_to_string("/proc/slabinfo").unwrap().lines().count() - 2;
-    assert!(before.len() + 5 >= caches && before.len() <= caches + 5, "{} rows for {caches} caches", before.len());
+    let caches = std::fs::read_to_string("/proc/slabinfo")
+        .unwrap()
+        .lines()
+        .count()
+        - 2;
+    assert!(
+        before.len() + 5 >= caches && before.len() <= caches + 5,
+        "{} rows for {caches} caches",
+        before.len()
+    );
     daemon.restart(snmpd.port);
     let after = name_indexes(snmpd.port);
-    let same = before.iter().filter(|(n, i)| after.get(*n) == Some(i)).count();
-    assert_eq!(same, before.len().min(after.len()), "indexes moved across a restart");
+    let same = before
+        .iter()
+        .filter(|(n, i)| after.get(*n) == Some(i))
+        .count();
+    assert_eq!(
+        same,
+        before.len().min(after.len()),
+        "indexes moved across a restart"
+    );
 }

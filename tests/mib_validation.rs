@@ -253,17 +253,19 @@ fn translate_numeric(name: &str) -> String {
 
 #[test]
 fn snmptranslate_resolves_numeric_oids() {
-    // The placeholder root: enterprise 32473 (RFC 5612, documentation), memstatMIB = .1.
-    assert_eq!(MEMSTAT_MIB_ROOT, &[1, 3, 6, 1, 4, 1, 32473, 1]);
+    // The MIB file and MEMSTAT_MIB_ROOT must name the same root; everything else is placed
+    // relative to it, so that a packager who moves the root (one line in each) keeps these.
     let root = format!(".{}", oid_str(MEMSTAT_MIB_ROOT));
     assert_eq!(translate_numeric("memstatMIB"), root);
+    assert_eq!(translate_numeric("memstatObjects"), format!("{root}.1"));
     assert_eq!(
-        translate_numeric("memTypeTable"),
-        ".1.3.6.1.4.1.32473.1.1.2"
+        translate_numeric("memDaemonUptime"),
+        format!("{root}.1.1.1")
     );
+    assert_eq!(translate_numeric("memTypeTable"), format!("{root}.1.2"));
     assert_eq!(
         translate_numeric("memTypeDiscontinuityTime"),
-        ".1.3.6.1.4.1.32473.1.1.2.1.24"
+        format!("{root}.1.2.1.24")
     );
     assert_eq!(translate_numeric("memCpuEntry"), format!("{root}.1.3.1"));
     assert_eq!(
@@ -274,6 +276,35 @@ fn snmptranslate_resolves_numeric_oids() {
         translate_numeric("memstatCompliance"),
         format!("{root}.2.1.1")
     );
+    assert_eq!(
+        translate_numeric("memAllocatorGroup"),
+        format!("{root}.2.2.4")
+    );
+}
+
+#[test]
+fn root_is_an_enterprise_subtree_and_never_the_playpen() {
+    const ENTERPRISES: &[u32] = &[1, 3, 6, 1, 4, 1];
+    const NET_SNMP_PLAYPEN: &[u32] = &[1, 3, 6, 1, 4, 1, 8072, 9999];
+    let root = MEMSTAT_MIB_ROOT;
+    assert!(
+        root.starts_with(ENTERPRISES) && root.len() > ENTERPRISES.len() + 1,
+        "MEMSTAT_MIB_ROOT {} is not below an enterprise number",
+        oid_str(root)
+    );
+    assert!(
+        !root.starts_with(NET_SNMP_PLAYPEN),
+        "MEMSTAT_MIB_ROOT must not be under netSnmpPlaypen"
+    );
+    // As shipped: the documentation enterprise of RFC 5612, memstatMIB = 32473.1, i.e.
+    // memTypeTable = .1.3.6.1.4.1.32473.1.1.2. A packager's own enterprise replaces it.
+    if root[ENTERPRISES.len()] == 32473 {
+        assert_eq!(root, &[1, 3, 6, 1, 4, 1, 32473, 1]);
+        assert_eq!(
+            translate_numeric("memTypeTable"),
+            ".1.3.6.1.4.1.32473.1.1.2"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 
 use super::pdu::{
     close_reason, pdu_type, res_error, DecodeError, Header, Payload, Pdu, ResponseWriter,
-    SearchRange, Value, HEADER_LEN,
+    SearchRange, Value, HEADER_LEN, MAX_PAYLOAD,
 };
 use crate::cache::{Cache, CacheConfig};
 use crate::logging::RateLimited;
@@ -89,8 +89,9 @@ pub enum Control {
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The Open's o.timeout: honoured by OpenBSD, ignored by net-snmp.
 const OPEN_TIMEOUT_SECS: u8 = 5;
-/// Stop adding GetBulk repetitions once a response is this large (net-snmp caps at 64 KiB).
-const BULK_RESPONSE_BUDGET: usize = 60 * 1024;
+/// The largest Response payload we send: net-snmp refuses PDUs over 64 KiB. A GetBulk stops
+/// at the last whole repetition that fits; a Get or GetNext that cannot fit answers tooBig.
+const BULK_RESPONSE_BUDGET: usize = MAX_PAYLOAD;
 
 fn descr() -> Vec<u8> {
     format!(
@@ -201,7 +202,10 @@ impl Subagent {
                 Ok((stream, session_id, reader)) => {
                     backoff.reset();
                     down_log.reset();
-                    tracing::info!("connected to the AgentX master at {}, session {session_id}", self.cfg.master);
+                    tracing::info!(
+                        "connected to the AgentX master at {}, session {session_id}",
+                        self.cfg.master
+                    );
                     match self.serve(stream, session_id, reader, &mut control).await {
                         End::Shutdown => return,
                         End::Readdress => continue,
@@ -218,7 +222,10 @@ impl Subagent {
                                 self.cfg.master
                             );
                         } else {
-                            tracing::warn!("cannot reach the AgentX master at {}: {why}; retrying", self.cfg.master);
+                            tracing::warn!(
+                                "cannot reach the AgentX master at {}: {why}; retrying",
+                                self.cfg.master
+                            );
                         }
                     }
                 }
@@ -273,16 +280,23 @@ impl Subagent {
             subtree: root.clone(),
             upper_bound: None,
         };
-        let (_, error) = self.admin(&mut stream, &mut reader, session_id, register).await?;
+        let (_, error) = self
+            .admin(&mut stream, &mut reader, session_id, register)
+            .await?;
         if error != res_error::NO_ERROR {
-            return Err(format!("Register of {root} refused: {}", res_error::name(error)));
+            return Err(format!(
+                "Register of {root} refused: {}",
+                res_error::name(error)
+            ));
         }
         if self.cfg.agent_caps {
             let caps = Payload::AddAgentCaps {
                 id: root.clone(),
                 descr: b"MEMSTAT-MIB: kernel memory allocator statistics".to_vec(),
             };
-            let (_, error) = self.admin(&mut stream, &mut reader, session_id, caps).await?;
+            let (_, error) = self
+                .admin(&mut stream, &mut reader, session_id, caps)
+                .await?;
             // OpenBSD's snmpd answers processingError: not worth failing the session for.
             if error != res_error::NO_ERROR && !self.caps_error_logged {
                 self.caps_error_logged = true;
@@ -308,7 +322,10 @@ impl Subagent {
         let kind = pdu_type::name(payload.pdu_type());
         let mut buf = Vec::new();
         Pdu::new(session_id, 0, packet_id, payload).encode(&mut buf);
-        stream.write_all(&buf).await.map_err(|e| format!("write {kind}: {e}"))?;
+        stream
+            .write_all(&buf)
+            .await
+            .map_err(|e| format!("write {kind}: {e}"))?;
         let deadline = tokio::time::Instant::now() + ADMIN_TIMEOUT;
         loop {
             let frame = tokio::time::timeout_at(deadline, reader.next(stream.as_mut()))
@@ -317,7 +334,10 @@ impl Subagent {
             if let Frame::Pdu(Pdu {
                 session_id,
                 packet_id: p,
-                payload: Payload::Response { sys_uptime, error, .. },
+                payload:
+                    Payload::Response {
+                        sys_uptime, error, ..
+                    },
                 ..
             }) = frame
             {
@@ -340,7 +360,8 @@ impl Subagent {
     ) -> End {
         let (mut rd, mut wr) = tokio::io::split(stream);
         let ping_every = self.cfg.ping_interval;
-        let mut next_ping = (!ping_every.is_zero()).then(|| tokio::time::Instant::now() + ping_every);
+        let mut next_ping =
+            (!ping_every.is_zero()).then(|| tokio::time::Instant::now() + ping_every);
         // (packetID, deadline) of the Ping in flight.
         let mut ping_pending: Option<(u32, tokio::time::Instant)> = None;
         loop {
@@ -348,7 +369,8 @@ impl Subagent {
                 (Some((_, d)), _) => Some(d),
                 (None, n) => n,
             };
-            let sleep_until = wake.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+            let sleep_until =
+                wake.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
             tokio::select! {
                 frame = reader.next(&mut rd) => {
                     let frame = match frame {
@@ -403,13 +425,18 @@ impl Subagent {
 
     /// Handles one frame from the master, leaving any reply in `self.out`. Returns whether
     /// there is a reply to send, or why the connection must end.
-    fn handle(&mut self, frame: Frame, ping_pending: &mut Option<(u32, tokio::time::Instant)>) -> Result<bool, String> {
+    fn handle(
+        &mut self,
+        frame: Frame,
+        ping_pending: &mut Option<(u32, tokio::time::Instant)>,
+    ) -> Result<bool, String> {
         self.out.clear();
         let pdu = match frame {
             Frame::Pdu(p) => p,
             Frame::Bad(h, e) => {
                 tracing::debug!("answering parseError: {e}");
-                self.response(&h_ids(&h), res_error::PARSE_ERROR, 0).finish();
+                self.response(&h_ids(&h), res_error::PARSE_ERROR, 0)
+                    .finish();
                 return Ok(true);
             }
         };
@@ -459,7 +486,9 @@ impl Subagent {
             }
             // RFC 2741 §7.2.4.3: CleanupSet gets no Response.
             Payload::CleanupSet => return Ok(false),
-            Payload::Response { sys_uptime, error, .. } => {
+            Payload::Response {
+                sys_uptime, error, ..
+            } => {
                 if let Some((id, _)) = *ping_pending {
                     if id == ids.2 {
                         *ping_pending = None;
@@ -472,12 +501,21 @@ impl Subagent {
                 return Ok(false);
             }
             Payload::Close { reason } => {
-                return Err(format!("the master sent Close ({})", close_reason::name(reason)));
+                return Err(format!(
+                    "the master sent Close ({})",
+                    close_reason::name(reason)
+                ));
             }
             // PDUs a master never sends to a subagent.
             _ => {
                 self.response(&ids, res_error::PARSE_ERROR, 0).finish();
             }
+        }
+        if self.out.len() > HEADER_LEN + MAX_PAYLOAD {
+            // Only a request with thousands of ranges gets here; the master could not take
+            // the answer, so say so instead.
+            self.out.clear();
+            self.response(&ids, res_error::TOO_BIG, 0).finish();
         }
         Ok(true)
     }
@@ -493,7 +531,13 @@ impl Subagent {
 
     /// RFC 2741 §7.2.3.3: the first `non_repeaters` ranges once, then the rest repeatedly,
     /// each repetition continuing from the previous one's result.
-    fn get_bulk(&mut self, ids: (u32, u32, u32), non_repeaters: u16, max_repetitions: u16, ranges: &[SearchRange]) {
+    fn get_bulk(
+        &mut self,
+        ids: (u32, u32, u32),
+        non_repeaters: u16,
+        max_repetitions: u16,
+        ranges: &[SearchRange],
+    ) {
         let view = self.view_for_search(ids.1, ranges);
         let n = (non_repeaters as usize).min(ranges.len());
         let mut last: Vec<(usize, Oid)> = Vec::new();
@@ -508,11 +552,20 @@ impl Subagent {
                 }
             }
             let repeaters = &ranges[n..];
-            let mut cursor: Vec<(Oid, bool, bool)> = repeaters.iter().map(|r| (r.start.clone(), r.include, false)).collect();
+            // Per repeater: where the next repetition continues, with which include flag,
+            // and whether it already reached endOfMibView.
+            let mut cursor: Vec<(Oid, bool, bool)> = repeaters
+                .iter()
+                .map(|r| (r.start.clone(), r.include, false))
+                .collect();
             for _ in 0..max_repetitions {
-                if repeaters.is_empty() || cursor.iter().all(|c| c.2) || w.payload_len() > BULK_RESPONSE_BUDGET {
+                if repeaters.is_empty() || cursor.iter().all(|c| c.2) {
                     break;
                 }
+                // Only whole repetitions go out: one that would make the Response too big
+                // for the master (64 KiB) is taken back, and the answer stops before it.
+                let checkpoint = w.checkpoint();
+                let saved = cursor.clone();
                 for (j, r) in repeaters.iter().enumerate() {
                     let (start, include, done) = &cursor[j];
                     if *done {
@@ -526,6 +579,11 @@ impl Subagent {
                     } else {
                         cursor[j] = (o, false, false);
                     }
+                }
+                if w.payload_len() > BULK_RESPONSE_BUDGET {
+                    w.rollback(checkpoint);
+                    cursor = saved;
+                    break;
                 }
             }
             for (j, c) in cursor.into_iter().enumerate() {
@@ -560,7 +618,12 @@ fn next_of(
     }
 }
 
-async fn close<W: AsyncWrite + Unpin>(wr: &mut W, session_id: u32, packet_id: u32, reason: u8) -> std::io::Result<()> {
+async fn close<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    session_id: u32,
+    packet_id: u32,
+    reason: u8,
+) -> std::io::Result<()> {
     let mut buf = Vec::new();
     Pdu::new(session_id, 0, packet_id, Payload::Close { reason }).encode(&mut buf);
     wr.write_all(&buf).await?;
@@ -614,9 +677,18 @@ mod tests {
 
     #[test]
     fn master_addresses() {
-        assert_eq!("/var/agentx/master".parse::<MasterAddr>().unwrap(), MasterAddr::Unix("/var/agentx/master".into()));
-        assert_eq!("unix:/x".parse::<MasterAddr>().unwrap(), MasterAddr::Unix("/x".into()));
-        assert_eq!("tcp:127.0.0.1:705".parse::<MasterAddr>().unwrap(), MasterAddr::Tcp("127.0.0.1:705".into()));
+        assert_eq!(
+            "/var/agentx/master".parse::<MasterAddr>().unwrap(),
+            MasterAddr::Unix("/var/agentx/master".into())
+        );
+        assert_eq!(
+            "unix:/x".parse::<MasterAddr>().unwrap(),
+            MasterAddr::Unix("/x".into())
+        );
+        assert_eq!(
+            "tcp:127.0.0.1:705".parse::<MasterAddr>().unwrap(),
+            MasterAddr::Tcp("127.0.0.1:705".into())
+        );
         assert!("tcp:127.0.0.1".parse::<MasterAddr>().is_err());
         assert!("tcp:host:99999".parse::<MasterAddr>().is_err());
     }

@@ -14,7 +14,8 @@ pub const MAX_FIXTURE_BYTES: u64 = 512 * 1024 * 1024;
 /// Reads and parses a fixture file.
 pub fn read(path: &Path) -> Result<Snapshot, SourceError> {
     let what = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| SourceError::from_io(&what, &e, "fixture file"))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| SourceError::from_io(&what, &e, "fixture file"))?;
     let mut text = Vec::new();
     file.take(MAX_FIXTURE_BYTES + 1)
         .read_to_end(&mut text)
@@ -62,7 +63,12 @@ mod tests {
             frees: None,
             cache_free: Some(2),
         }];
-        let s = Snapshot::new(7, UNIX_EPOCH + Duration::from_millis(1234), "x".into(), vec![t]);
+        let s = Snapshot::new(
+            7,
+            UNIX_EPOCH + Duration::from_millis(1234),
+            "x".into(),
+            vec![t],
+        );
         let j = to_json(&s);
         assert!(!j.contains("failures"), "absent figures are omitted: {j}");
         assert_eq!(parse(j.as_bytes(), "f").unwrap(), s);
@@ -70,11 +76,16 @@ mod tests {
 
     #[test]
     fn errors_name_file_and_line() {
-        let m = parse(b"{\n \"types\": [ {\"allocator\": \"bogus\"} ]\n}", "/tmp/f.json")
+        let m = parse(
+            b"{\n \"types\": [ {\"allocator\": \"bogus\"} ]\n}",
+            "/tmp/f.json",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(m.contains("/tmp/f.json") && m.contains("line 2"), "{m}");
+        let m = read(Path::new("/nonexistent/f.json"))
             .unwrap_err()
             .to_string();
-        assert!(m.contains("/tmp/f.json") && m.contains("line 2"), "{m}");
-        let m = read(Path::new("/nonexistent/f.json")).unwrap_err().to_string();
         assert!(m.contains("/nonexistent/f.json"), "{m}");
     }
 }

@@ -114,7 +114,12 @@ const FIELDS: [&str; 5] = [
     "pagesperslab",
 ];
 
-fn parse_line(line: &str, lineno: usize, what: &str, page_size: u64) -> Result<MemoryType, SourceError> {
+fn parse_line(
+    line: &str,
+    lineno: usize,
+    what: &str,
+    page_size: u64,
+) -> Result<MemoryType, SourceError> {
     let bad = |field: &str, message: String| SourceError::Malformed {
         what: what.into(),
         location: format!("line {lineno}"),
@@ -138,9 +143,7 @@ fn parse_line(line: &str, lineno: usize, what: &str, page_size: u64) -> Result<M
         .ok_or_else(|| bad("name", "missing cache name".into()))?;
     let mut nums = [0u64; 5];
     for (slot, field) in nums.iter_mut().zip(FIELDS) {
-        let w = words
-            .next()
-            .ok_or_else(|| bad(field, "missing".into()))?;
+        let w = words.next().ok_or_else(|| bad(field, "missing".into()))?;
         *slot = w
             .parse()
             .map_err(|_| bad(field, format!("not a number: {w:?}")))?;
@@ -151,7 +154,10 @@ fn parse_line(line: &str, lineno: usize, what: &str, page_size: u64) -> Result<M
     let [active, total, objsize, _perslab, pages_per_slab] = nums;
     let mut sd = slabdata.split_ascii_whitespace();
     if sd.next() != Some("slabdata") {
-        return Err(bad("slabdata", "section does not start with \"slabdata\"".into()));
+        return Err(bad(
+            "slabdata",
+            "section does not start with \"slabdata\"".into(),
+        ));
     }
     let _active_slabs: u64 = parse_word(sd.next(), "active_slabs", &bad)?;
     let num_slabs: u64 = parse_word(sd.next(), "num_slabs", &bad)?;
@@ -221,10 +227,14 @@ task_struct          410    435   6336    5    8 : tunables    0    0    0 : sla
     #[test]
     fn malformed_line_names_line_and_field() {
         let text = GOOD.replace("task_struct          410", "task_struct          4x0");
-        let m = parse(&text, "/proc/slabinfo", 4096).unwrap_err().to_string();
+        let m = parse(&text, "/proc/slabinfo", 4096)
+            .unwrap_err()
+            .to_string();
         assert!(m.contains("line 4") && m.contains("active_objs"), "{m}");
         let text = GOOD.replace(": slabdata     87     87      0", "");
-        let m = parse(&text, "/proc/slabinfo", 4096).unwrap_err().to_string();
+        let m = parse(&text, "/proc/slabinfo", 4096)
+            .unwrap_err()
+            .to_string();
         assert!(m.contains("line 4") && m.contains("slabdata"), "{m}");
         let m = parse("", "x", 4096).unwrap_err().to_string();
         assert!(m.contains("line 1"), "{m}");
@@ -245,7 +255,10 @@ task_struct          410    435   6336    5    8 : tunables    0    0    0 : sla
             "root only",
         );
         let m = e.to_string();
-        assert!(m.contains("/proc/slabinfo") && m.contains("permission denied"), "{m}");
+        assert!(
+            m.contains("/proc/slabinfo") && m.contains("permission denied"),
+            "{m}"
+        );
     }
 
     #[test]

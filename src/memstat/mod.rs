@@ -211,7 +211,12 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn new(generation: u64, taken_at: SystemTime, source: String, types: Vec<MemoryType>) -> Self {
+    pub fn new(
+        generation: u64,
+        taken_at: SystemTime,
+        source: String,
+        types: Vec<MemoryType>,
+    ) -> Self {
         let taken_at_ms = taken_at
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO)

@@ -41,7 +41,10 @@ pub fn free_port() -> u16 {
 /// The IETF base MIBs directory (downloaded once by scripts/fetch-base-mibs).
 pub fn base_mibs() -> String {
     let out = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-base-mibs"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/fetch-base-mibs"
+        ))
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/target/base-mibs"))
         .output()
         .expect("run scripts/fetch-base-mibs");
@@ -138,7 +141,12 @@ impl Snmpd {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let o = snmp_cmd("snmpget", self.port, &["-t", "0.3", "-r", "0"], &[".1.3.6.1.2.1.1.3.0"]);
+            let o = snmp_cmd(
+                "snmpget",
+                self.port,
+                &["-t", "0.3", "-r", "0"],
+                &[".1.3.6.1.2.1.1.3.0"],
+            );
             if o.status.success() {
                 break;
             }
@@ -218,7 +226,12 @@ impl Daemon {
     pub fn wait_registered(&mut self, port: u16) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let o = snmp_cmd("snmpget", port, &["-t", "0.5", "-r", "0"], &[&format!("{ROOT}.1.1.7.0")]);
+            let o = snmp_cmd(
+                "snmpget",
+                port,
+                &["-t", "0.5", "-r", "0"],
+                &[&format!("{ROOT}.1.1.7.0")],
+            );
             let text = String::from_utf8_lossy(&o.stdout);
             if o.status.success() && text.contains("STRING") {
                 return;
@@ -226,7 +239,11 @@ impl Daemon {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("daemon exited with {status}: {}", self.log_text());
             }
-            assert!(Instant::now() < deadline, "daemon did not register: {}", self.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "daemon did not register: {}",
+                self.log_text()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -236,7 +253,9 @@ impl Daemon {
     }
 
     pub fn is_running(&mut self) -> bool {
-        self.child.as_mut().is_some_and(|c| c.try_wait().unwrap().is_none())
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
     }
 
     pub fn kill(&mut self) {
@@ -247,9 +266,16 @@ impl Daemon {
     }
 
     /// Sends a signal and waits up to `within` for the exit status.
-    pub fn signal_and_wait(&mut self, sig: &str, within: Duration) -> Option<std::process::ExitStatus> {
+    pub fn signal_and_wait(
+        &mut self,
+        sig: &str,
+        within: Duration,
+    ) -> Option<std::process::ExitStatus> {
         let pid = self.pid().to_string();
-        Command::new("kill").args(["-s", sig, &pid]).status().unwrap();
+        Command::new("kill")
+            .args(["-s", sig, &pid])
+            .status()
+            .unwrap();
         let deadline = Instant::now() + within;
         let c = self.child.as_mut().unwrap();
         loop {
