@@ -868,15 +868,37 @@ pub fn check_getbulk(
             }
         }
     }
-    // The responses here are small: the daemon must not stop before max-repetitions unless
-    // every repeater is exhausted.
+    // The daemon may stop before max-repetitions only when every repeater is exhausted, or
+    // when one more repetition would not fit in a 64 KiB Response.
     if k < max_repetitions as usize && rep > 0 {
+        let total: usize = resp.vbs.iter().map(vb_wire_len).sum();
+        let last_rep: usize = resp.vbs[resp.vbs.len() - rep..]
+            .iter()
+            .map(vb_wire_len)
+            .sum();
         assert!(
-            cursor.iter().all(|c| c.2),
-            "GetBulk stopped after {k} of {max_repetitions} repetitions with live ranges"
+            cursor.iter().all(|c| c.2) || (k > 0 && total + last_rep > 60 * 1024),
+            "GetBulk stopped after {k} of {max_repetitions} repetitions with live ranges \
+             ({total} bytes of VarBinds)"
         );
     }
+    // (The frame parser already refuses a payload_length over 64 KiB.)
     k
+}
+
+/// Upper bound of a VarBind's encoded size (OIDs counted without the prefix form).
+fn vb_wire_len(vb: &(Vec<u32>, V)) -> usize {
+    let pad = |n: usize| n.div_ceil(4) * 4;
+    4 + 4
+        + 4 * vb.0.len()
+        + match &vb.1 {
+            V::Int(_) | V::C32(_) | V::G32(_) | V::TT(_) => 4,
+            V::C64(_) => 8,
+            V::Str(b) | V::Opaque(b) => 4 + pad(b.len()),
+            V::Ip(_) => 8,
+            V::Oid(o) => 4 + 4 * o.len(),
+            V::Null | V::NoSuchObject | V::NoSuchInstance | V::EndOfMibView => 0,
+        }
 }
 
 // ---------------------------------------------------------------------------------------------
