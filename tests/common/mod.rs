@@ -83,6 +83,12 @@ pub struct Snmpd {
 
 impl Snmpd {
     pub fn start(dir: &Path, transport: Transport) -> Snmpd {
+        Snmpd::start_with_perms(dir, transport, "0660 0750")
+    }
+
+    /// Like [`Snmpd::start`], with the `agentXPerms` arguments given (e.g. to let an
+    /// unprivileged daemon reach the socket).
+    pub fn start_with_perms(dir: &Path, transport: Transport, perms: &str) -> Snmpd {
         require_tool("/usr/sbin/snmpd");
         let port = free_port();
         let (listen, agentx) = match transport {
@@ -101,7 +107,7 @@ impl Snmpd {
             format!(
                 "master agentx\n\
                  agentXSocket {listen}\n\
-                 agentXPerms 0660 0750\n\
+                 agentXPerms {perms}\n\
                  rwcommunity public 127.0.0.1\n\
                  dontLogTCPWrappersConnects yes\n"
             ),

@@ -1,0 +1,273 @@
+//! Operations: check-config, SIGHUP reloads, SIGTERM, and least privilege, against a real
+//! snmpd.
+
+mod common;
+
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn check_config(path: &std::path::Path) -> std::process::Output {
+    Command::new(bin())
+        .args(["check-config", "--config"])
+        .arg(path)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn check_config_accepts_the_shipped_file_and_names_key_and_line_of_bad_ones() {
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/config/memstat-agentx.toml");
+    let out = check_config(std::path::Path::new(shipped));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for key in [
+        "agentx-socket",
+        "max-age",
+        "walk-window",
+        "ping-interval",
+        "state-dir",
+    ] {
+        assert!(text.contains(key), "effective settings lack {key}: {text}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("max-age = 5\nbogus-key = 1\n", "bogus-key", ":2"),
+        ("source = \"auto\"\nmax-age = \"soon\"\n", "max-age", ":2"),
+        ("\n\nmax-age = -1\n", "max-age", ":3"),
+        ("backoff-min = 3\nbackoff-max = 1\n", "backoff", ":"),
+        ("log-level = \"loud\"\n", "log-level", ":1"),
+    ];
+    for (i, (body, key, line)) in cases.iter().enumerate() {
+        let p = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&p, body).unwrap();
+        let out = check_config(&p);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{body:?} was accepted");
+        assert!(
+            err.contains(key) && err.contains(&format!("bad{i}.toml{line}")),
+            "{body:?}: {err}"
+        );
+        // The daemon does not start on it either.
+        let run = Command::new(bin())
+            .args(["run", "--agentx-socket", "/nonexistent/socket", "--config"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(!run.status.success());
+        assert!(String::from_utf8_lossy(&run.stderr).contains(key));
+    }
+}
+
+fn fixture_setup(dir: &std::path::Path, allocs: u64) -> String {
+    let mut types = sample_types();
+    types[0].allocs = Some(allocs);
+    let fix = dir.join("fixture.json");
+    write_fixture(&fix, types);
+    format!("fixture:{}", fix.display())
+}
+
+fn allocs_of_row1(port: u16) -> String {
+    get(port, &[&format!("{TYPE_ENTRY}.13.1")])[0].value.clone()
+}
+
+#[test]
+fn sighup_reloads_without_dropping_the_session_and_rejects_a_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_setup(dir.path(), 100);
+    let conf = dir.path().join("memstat-agentx.toml");
+    std::fs::write(
+        &conf,
+        format!("source = \"{}\"\nmax-age = 3600\n", &src[..]),
+    )
+    .unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    let mut daemon = Daemon::start(
+        &snmpd,
+        &["--config", conf.to_str().unwrap(), "--state-dir", &state],
+    );
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+
+    // New data is not served while max-age is an hour...
+    fixture_setup(dir.path(), 200);
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+    // ...and is once SIGHUP brings in a short max-age, on the same session.
+    std::fs::write(&conf, format!("source = \"{src}\"\nmax-age = 0.05\n")).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &daemon.pid().to_string()])
+        .status()
+        .unwrap();
+    let t0 = Instant::now();
+    while !daemon.log_text().contains("configuration reloaded") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(allocs_of_row1(snmpd.port), "200");
+
+    // A bad file is rejected with a log line; the old settings stay in force.
+    std::fs::write(&conf, "max-age = \"soon\"\n").unwrap();
+    Command::new("kill")
+        .args(["-HUP", &daemon.pid().to_string()])
+        .status()
+        .unwrap();
+    let t0 = Instant::now();
+    while !daemon.log_text().contains("configuration not reloaded") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(daemon.log_text().contains("max-age"));
+    fixture_setup(dir.path(), 300);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(allocs_of_row1(snmpd.port), "300");
+    assert!(daemon.is_running());
+    let log = daemon.log_text();
+    assert_eq!(
+        log.matches("connected to the AgentX master").count(),
+        1,
+        "{log}"
+    );
+    assert!(!log.contains("lost the AgentX master"), "{log}");
+}
+
+#[test]
+fn sigterm_exits_zero_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_setup(dir.path(), 1);
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    let mut daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
+    let status = daemon
+        .signal_and_wait("TERM", Duration::from_secs(1))
+        .expect("still running 1 s after SIGTERM");
+    assert!(status.success(), "{status}");
+    assert!(daemon.log_text().contains("closed the AgentX session"));
+    // The master saw the Close: it no longer answers for our subtree.
+    let o = snmp_cmd(
+        "snmpget",
+        snmpd.port,
+        &["-t", "1"],
+        &[&format!("{TYPE_ENTRY}.2.1")],
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("No Such Object"));
+}
+
+fn status_field<'a>(status: &'a str, key: &str) -> &'a str {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("{key} missing"))
+}
+
+#[test]
+fn with_user_the_daemon_reads_slabinfo_unprivileged_and_reconnects() {
+    if !memstat_agentx::privdrop::is_root() || !std::path::Path::new("/proc/slabinfo").exists() {
+        eprintln!("needs root and /proc/slabinfo; skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The unprivileged daemon must be able to reach the socket inside the test dir.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut snmpd = Snmpd::start_with_perms(dir.path(), Transport::Unix, "0660 0755 root nogroup");
+    let state = dir.path().join("state").display().to_string();
+    let daemon = Daemon::start(
+        &snmpd,
+        &[
+            "--source",
+            "linux",
+            "--user",
+            "nobody",
+            "--max-age",
+            "0.05",
+            "--state-dir",
+            &state,
+        ],
+    );
+    let refreshes = |port| {
+        get(port, &[&format!("{ROOT}.1.1.5.0")])[0]
+            .value
+            .parse::<u64>()
+            .unwrap()
+    };
+    let before = refreshes(snmpd.port);
+    std::thread::sleep(Duration::from_millis(100));
+    let rows = bulkwalk(snmpd.port, &format!("{TYPE_ENTRY}.2"), &[]);
+    assert!(
+        rows.len() > 10,
+        "slab caches served after dropping privileges"
+    );
+    assert!(
+        refreshes(snmpd.port) > before,
+        "refreshes happen as the unprivileged user"
+    );
+    let status = get(snmpd.port, &[&format!("{ROOT}.1.1.8.0")]);
+    assert_eq!(status[0].value, "1", "source status ok");
+
+    // Every thread is unprivileged.
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", daemon.pid())).unwrap();
+    let mut n = 0;
+    for t in tasks {
+        let s = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
+        for key in ["Uid:", "Gid:"] {
+            assert!(
+                status_field(&s, key)
+                    .split_whitespace()
+                    .all(|id| id == "65534"),
+                "{key} {}",
+                status_field(&s, key)
+            );
+        }
+        assert!(
+            status_field(&s, "Groups:")
+                .split_whitespace()
+                .all(|g| g == "65534"),
+            "Groups: {}",
+            status_field(&s, "Groups:")
+        );
+        assert_eq!(status_field(&s, "CapEff:"), "0000000000000000");
+        assert_eq!(status_field(&s, "CapPrm:"), "0000000000000000");
+        n += 1;
+    }
+    assert!(n >= 1);
+    let state_meta = std::fs::metadata(&state).unwrap();
+    // The state directory belongs to the user and is closed to others.
+    assert_eq!(state_meta.permissions().mode() & 0o777, 0o750);
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&state_meta), 65534);
+
+    // The unprivileged daemon reconnects after the master restarts.
+    snmpd.restart();
+    let t0 = Instant::now();
+    loop {
+        let o = snmp_cmd(
+            "snmpget",
+            snmpd.port,
+            &["-t", "0.2", "-r", "0"],
+            &[&format!("{TYPE_ENTRY}.2.1")],
+        );
+        if String::from_utf8_lossy(&o.stdout).contains("STRING") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
