@@ -89,8 +89,13 @@ fn g64(v: Option<u64>) -> Option<Value> {
     v.map(Value::Counter64)
 }
 
+/// An SnmpAdminString: UTF-8 of at most 255 octets, cut on a character boundary.
 fn text(s: &str) -> Value {
-    Value::OctetString(s.as_bytes().to_vec())
+    let mut end = s.len().min(255);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Value::OctetString(s.as_bytes()[..end].to_vec())
 }
 
 const SCALARS: &[(u32, &str, Syntax, ScalarFn)] = &[
@@ -121,12 +126,7 @@ const SCALARS: &[(u32, &str, Syntax, ScalarFn)] = &[
         Some(Value::Integer(d.status as i32))
     }),
     (9, "memSourceLastError", Syntax::OctetString, |d| {
-        // SnmpAdminString is at most 255 octets; cut on a character boundary.
-        let mut end = d.last_error.len().min(255);
-        while !d.last_error.is_char_boundary(end) {
-            end -= 1;
-        }
-        Some(text(&d.last_error[..end]))
+        Some(text(&d.last_error))
     }),
 ];
 
@@ -802,6 +802,18 @@ mod tests {
         // a: name, alloc, ordinal, size, allocs, disc = 6; b: name, alloc, ordinal, size, disc = 5
         // cpu: allocs 2, frees 2, cache 1; alloc table: 2 allocators × typecount + uma none...
         assert_eq!(n, 9 + 6 + 5 + 5 + 2);
+    }
+
+    #[test]
+    fn admin_strings_are_cut_at_255_octets_on_a_character_boundary() {
+        let long = "é".repeat(200); // 400 octets
+        match text(&long) {
+            Value::OctetString(b) => {
+                assert_eq!(b.len(), 254);
+                assert!(std::str::from_utf8(&b).is_ok());
+            }
+            v => panic!("{v:?}"),
+        }
     }
 
     #[test]
