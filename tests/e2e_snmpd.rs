@@ -365,24 +365,7 @@ fn survives_master_restart_and_keeps_indexes_across_daemon_restart() {
     snmpd.stop();
     std::thread::sleep(Duration::from_millis(1500));
     snmpd.restart();
-    let back = Instant::now();
-    loop {
-        let o = snmp_cmd(
-            "snmpget",
-            snmpd.port,
-            &["-t", "0.2", "-r", "0"],
-            &[&format!("{TYPE_ENTRY}.2.1")],
-        );
-        if String::from_utf8_lossy(&o.stdout).contains("STRING") {
-            break;
-        }
-        assert!(
-            back.elapsed() < Duration::from_secs(3),
-            "no answer 3 s after the master came back: {}",
-            daemon.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
     assert!(daemon.is_running());
     assert_eq!(name_indexes(snmpd.port), before);
 

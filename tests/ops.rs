@@ -252,22 +252,5 @@ fn with_user_the_daemon_reads_slabinfo_unprivileged_and_reconnects() {
 
     // The unprivileged daemon reconnects after the master restarts.
     snmpd.restart();
-    let t0 = Instant::now();
-    loop {
-        let o = snmp_cmd(
-            "snmpget",
-            snmpd.port,
-            &["-t", "0.2", "-r", "0"],
-            &[&format!("{TYPE_ENTRY}.2.1")],
-        );
-        if String::from_utf8_lossy(&o.stdout).contains("STRING") {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(3),
-            "{}",
-            daemon.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
 }

@@ -322,6 +322,29 @@ pub fn snmp_cmd(tool: &str, port: u16, opts: &[&str], oids: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("{tool}: {e}"))
 }
 
+/// Waits until the master answers for the daemon's subtree again (memTypeName of row 1), and
+/// fails the test if that takes `within` or longer. Returns how long it took.
+pub fn wait_until_served(port: u16, within: Duration, daemon: &Daemon) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        let o = snmp_cmd(
+            "snmpget",
+            port,
+            &["-t", "0.2", "-r", "0"],
+            &[&format!("{TYPE_ENTRY}.2.1")],
+        );
+        if String::from_utf8_lossy(&o.stdout).contains("STRING") {
+            return t0.elapsed();
+        }
+        assert!(
+            t0.elapsed() < within,
+            "no answer within {within:?} of the master being back: {}",
+            daemon.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// One line of client output: `.1.3... = TYPE: value`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line {
