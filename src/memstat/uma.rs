@@ -95,9 +95,10 @@ fn parse_zone(
     let limit = u64::from(u32_at(h, UTH_LIMIT));
     let zone_free = u64::from(u32_at(h, UTH_ZONE_FREE));
     let secondary = u32_at(h, UTH_ZONE_FLAGS) & UTH_ZONE_SECONDARY != 0;
-    // The keg's free items are reported on its primary zone only. A secondary zone gets a
-    // known 0 rather than None: the items are accounted for (on the primary), and repeating
-    // the keg's figure here would count them twice when zones are summed.
+    // The keg's free items are reported on its primary zone only (as libmemstat does):
+    // repeating the keg's figure on a secondary zone would count them twice when zones are
+    // summed. For a secondary zone the figure is absent, as the MIB's memTypeKegFree says,
+    // and its free count is cache + zone free.
     let keg_free = if secondary {
         0
     } else {
@@ -150,7 +151,7 @@ fn parse_zone(
     t.sleeps = Some(u64_at(h, UTH_SLEEPS));
     t.xdomain = Some(u64_at(h, UTH_XDOMAIN));
     t.zone_free = Some(zone_free);
-    t.keg_free = Some(keg_free);
+    t.keg_free = (!secondary).then_some(keg_free);
     Ok(t)
 }
 
@@ -208,7 +209,7 @@ mod tests {
         assert_eq!(t[0].bytes_limit, Some(u64::from(u32::MAX) * 64));
         assert_eq!(
             (t[1].in_use_count, t[1].keg_free, t[1].free_count),
-            (Some(0), Some(0), Some(0))
+            (Some(0), None, Some(0))
         );
         assert_eq!(t[1].bytes_freed, Some(u64::MAX));
     }
