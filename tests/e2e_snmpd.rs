@@ -416,3 +416,29 @@ fn live_linux_source_keeps_indexes_across_restart() {
         "indexes moved across a restart"
     );
 }
+
+#[test]
+fn a_master_absent_at_start_up_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    write_fixture(&fix, sample_types());
+    let mut snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    snmpd.stop();
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let mut daemon = Daemon::spawn(&snmpd, &["--source", &src, "--state-dir", &state]);
+    // Three seconds of an absent master: no exit, and a bounded number of log lines.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(daemon.is_running(), "{}", daemon.log_text());
+    let complaints = daemon
+        .log_text()
+        .matches("cannot reach the AgentX master")
+        .count();
+    assert!(
+        (1..=3).contains(&complaints),
+        "{complaints} lines in 3 s:\n{}",
+        daemon.log_text()
+    );
+    snmpd.restart();
+    wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
+}

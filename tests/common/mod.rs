@@ -192,8 +192,16 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Starts `memstat-agentx run` with `--agentx-socket` and the given extra arguments.
+    /// Starts `memstat-agentx run` with `--agentx-socket` and the given extra arguments, and
+    /// waits until the master serves its subtree.
     pub fn start(snmpd: &Snmpd, args: &[&str]) -> Daemon {
+        let mut d = Daemon::spawn(snmpd, args);
+        d.wait_registered(snmpd.port);
+        d
+    }
+
+    /// Starts the daemon without waiting for it to register (the master may be down).
+    pub fn spawn(snmpd: &Snmpd, args: &[&str]) -> Daemon {
         let mut all = vec![
             "run".to_string(),
             "--agentx-socket".into(),
@@ -208,7 +216,6 @@ impl Daemon {
             args: all,
         };
         d.launch();
-        d.wait_registered(snmpd.port);
         d
     }
 
