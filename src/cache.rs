@@ -135,6 +135,28 @@ impl Cache {
         self.master_uptime = Some((ticks, Instant::now()));
     }
 
+    /// True once an administrative Response has told us the master's sysUpTime.
+    pub fn master_uptime_known(&self) -> bool {
+        self.master_uptime.is_some()
+    }
+
+    /// Starts over for a new AgentX session. The master numbers transactions afresh after a
+    /// restart, so no old pin may serve the new session. When the master's sysUpTime went
+    /// backwards (it restarted), every recorded discontinuity predates its
+    /// re-initialization and reads 0 (SNMPv2-TC TimeStamp); the next request lays the view
+    /// out again with those times.
+    pub fn new_session(&mut self, master_restarted: bool) {
+        self.pins.clear();
+        self.pin_order.clear();
+        self.continuations.clear();
+        if master_restarted {
+            for e in self.discontinuity.seen.values_mut() {
+                e.1 = 0;
+            }
+            self.current_at = None;
+        }
+    }
+
     /// The master's sysUpTime now, as far as we know it (0 before the first Response).
     pub fn master_uptime_now(&self) -> u32 {
         match self.master_uptime {

@@ -269,10 +269,19 @@ impl Subagent {
             id: root.clone(),
             descr: descr(),
         };
+        // The master's sysUpTime as we last knew it, to tell a restarted master (its uptime
+        // went backwards) from a dropped connection.
+        let before = self
+            .cache
+            .master_uptime_known()
+            .then(|| self.cache.master_uptime_now());
         let (session_id, error) = self.admin(&mut stream, &mut reader, 0, open).await?;
         if error != res_error::NO_ERROR {
             return Err(format!("Open refused: {}", res_error::name(error)));
         }
+        let restarted =
+            before.is_some_and(|b| self.cache.master_uptime_now().saturating_add(100) < b);
+        self.cache.new_session(restarted);
         let register = Payload::Register {
             timeout: 0,
             priority: 127,
