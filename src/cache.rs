@@ -218,6 +218,16 @@ impl Cache {
         self.current.clone().unwrap_or_else(|| self.empty.clone())
     }
 
+    /// The view a request of this transaction would see without refreshing: its pinned view,
+    /// else the newest one. For answers that do not depend on the snapshot (the scalars).
+    pub fn peek(&self, transaction_id: u32) -> Arc<MibView> {
+        self.pins
+            .get(&transaction_id)
+            .map(|p| p.view.clone())
+            .or_else(|| self.current.clone())
+            .unwrap_or_else(|| self.empty.clone())
+    }
+
     /// The view that serves a request with this transactionID and these SearchRange starts.
     /// `continues` is true for GetNext/GetBulk, whose starts may continue an earlier walk.
     pub fn view_for(

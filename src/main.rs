@@ -250,7 +250,11 @@ fn run(args: SettingArgs) -> Result<(), String> {
         tracing::info!("running as user {user}");
     }
     let indexes = load_indexes(&cfg.state_dir);
-    let cache = Cache::new(source, indexes, cache_cfg);
+    let mut cache = Cache::new(source, indexes, cache_cfg);
+    // One read at start-up: it shows at once whether the source works (as the configured
+    // user), and it defines the rows "present at start-up" whose discontinuity time is 0.
+    // After this, reads happen only on demand.
+    let _ = cache.refresh();
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -302,6 +302,14 @@ pub fn object_defs() -> Vec<ObjectDef> {
     v
 }
 
+/// True for OIDs under memstatDaemon, the scalars, whose values do not come from a
+/// snapshot.
+pub fn is_scalar(oid: &[u32]) -> bool {
+    oid.len() > MEMSTAT_MIB_ROOT.len() + 1
+        && oid.starts_with(MEMSTAT_MIB_ROOT)
+        && oid[MEMSTAT_MIB_ROOT.len()..MEMSTAT_MIB_ROOT.len() + 2] == [OBJECTS, DAEMON]
+}
+
 /// Where a served row stands: its stable index and its discontinuity time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {

@@ -442,3 +442,35 @@ fn a_master_absent_at_start_up_is_waited_for() {
     snmpd.restart();
     wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
 }
+
+#[test]
+fn reading_the_scalars_never_refreshes_and_nothing_refreshes_while_idle() {
+    let (_dir, snmpd, _daemon) = setup(Transport::Unix, sample_types(), &["--max-age", "0.01"]);
+    let refreshes = || {
+        get(snmpd.port, &[&format!("{ROOT}.1.1.5.0")])[0]
+            .value
+            .parse::<u64>()
+            .unwrap()
+    };
+    let start = refreshes();
+    std::thread::sleep(Duration::from_millis(300));
+    // Gets and GetNexts of the scalars, each long after max-age: no refresh. (A walk's last
+    // step past the scalars reads the table, which does refresh.)
+    let scalars: Vec<String> = (1..=9).map(|i| format!("{ROOT}.1.1.{i}.0")).collect();
+    let refs: Vec<&str> = scalars.iter().map(String::as_str).collect();
+    for _ in 0..5 {
+        assert_eq!(refreshes(), start);
+        assert_eq!(get(snmpd.port, &refs).len(), 9);
+        let out = snmp_cmd("snmpgetnext", snmpd.port, &["-t", "3"], &refs[..8]);
+        let next = parse_lines(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            next.iter().map(|l| l.oid.as_str()).collect::<Vec<_>>(),
+            refs[1..]
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(refreshes(), start, "idle and scalar reads cost no refresh");
+    // A table read does refresh.
+    get(snmpd.port, &[&format!("{TYPE_ENTRY}.2.1")]);
+    assert_eq!(refreshes(), start + 1);
+}

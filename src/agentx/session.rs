@@ -15,7 +15,7 @@ use super::pdu::{
 };
 use crate::cache::{Cache, CacheConfig};
 use crate::logging::RateLimited;
-use crate::mib::{MibView, MEMSTAT_MIB_ROOT};
+use crate::mib::{self, MibView, MEMSTAT_MIB_ROOT};
 use crate::oid::Oid;
 use std::fmt;
 use std::path::PathBuf;
@@ -452,7 +452,12 @@ impl Subagent {
         let ids = (pdu.session_id, pdu.transaction_id, pdu.packet_id);
         match pdu.payload {
             Payload::Get { ranges } => {
-                let view = self.cache.view_for(ids.1, &[], false);
+                // Reading the daemon's scalars never triggers a refresh.
+                let view = if ranges.iter().all(|r| mib::is_scalar(r.start.as_slice())) {
+                    self.cache.peek(ids.1)
+                } else {
+                    self.cache.view_for(ids.1, &[], false)
+                };
                 let status = || self.cache.status();
                 let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
                 for r in &ranges {
@@ -461,23 +466,29 @@ impl Subagent {
                 w.finish();
             }
             Payload::GetNext { ranges } => {
-                let view = self.view_for_search(ids.1, &ranges);
-                let mut found: Vec<(usize, Oid, Value)> = Vec::with_capacity(ranges.len());
-                {
-                    let status = || self.cache.status();
-                    for (i, r) in ranges.iter().enumerate() {
-                        let (o, v) = next_of(&view, r, r.include, &r.start, &status);
-                        found.push((i, o, v));
+                // First without refreshing: when every answer is a scalar, the snapshot did
+                // not matter and no refresh is due.
+                let peeked = self.cache.peek(ids.1);
+                let mut found = self.next_all(&peeked, &ranges);
+                let scalars_only = found
+                    .iter()
+                    .all(|(o, v)| *v != Value::EndOfMibView && mib::is_scalar(o.as_slice()));
+                if !scalars_only {
+                    let view = self.view_for_search(ids.1, &ranges);
+                    if !std::sync::Arc::ptr_eq(&view, &peeked) {
+                        found = self.next_all(&view, &ranges);
                     }
                 }
                 let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
-                for (_, o, v) in &found {
+                for (o, v) in &found {
                     w.push(o, v);
                 }
                 w.finish();
-                for (i, o, v) in found {
-                    if v != Value::EndOfMibView {
-                        self.cache.note_returned(ids.1, i, &o);
+                if !scalars_only {
+                    for (i, (o, v)) in found.into_iter().enumerate() {
+                        if v != Value::EndOfMibView {
+                            self.cache.note_returned(ids.1, i, &o);
+                        }
                     }
                 }
             }
@@ -531,6 +542,15 @@ impl Subagent {
 
     fn response(&mut self, ids: &(u32, u32, u32), error: u16, index: u16) -> ResponseWriter<'_> {
         ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, error, index)
+    }
+
+    /// One GetNext step for every range, from `view`.
+    fn next_all(&self, view: &MibView, ranges: &[SearchRange]) -> Vec<(Oid, Value)> {
+        let status = || self.cache.status();
+        ranges
+            .iter()
+            .map(|r| next_of(view, r, r.include, &r.start, &status))
+            .collect()
     }
 
     fn view_for_search(&mut self, txn: u32, ranges: &[SearchRange]) -> std::sync::Arc<MibView> {
