@@ -360,7 +360,10 @@ fn uma_primary_and_secondary_zones_on_four_cpus() {
     assert_eq!(z[0].free_count, Some(10 + 20 + 100));
     assert_eq!(z[0].keg_free, Some(100));
     assert_eq!(z[1].free_count, Some(10 + 5));
-    assert_eq!(z[1].keg_free, None, "a secondary zone reports no keg free items");
+    assert_eq!(
+        z[1].keg_free, None,
+        "a secondary zone reports no keg free items"
+    );
     assert_eq!(z[0].bytes_limit, Some(6_144_000_000));
     assert_eq!((z[0].size, z[0].real_size), (Some(2048), Some(2056)));
     assert_eq!(
