@@ -434,8 +434,9 @@ impl MibView {
                 cpu_order.push((p as u32, c.cpu, slot as u32));
             }
             cpu_order[start..].sort_unstable_by_key(|e| e.1);
-            cpu_order.dedup_by_key(|e| (e.0, e.1));
         }
+        // Sorted by (row, cpu) now, so one pass drops a CPU listed twice for the same type.
+        cpu_order.dedup_by_key(|e| (e.0, e.1));
         let cpu_present = CPU_COLUMNS
             .iter()
             .map(|&(_, _, _, f)| {
