@@ -13,57 +13,14 @@ use super::pdu::{
     close_reason, pdu_type, res_error, DecodeError, Header, Payload, Pdu, ResponseWriter,
     SearchRange, Value, HEADER_LEN, MAX_PAYLOAD,
 };
+use super::transport::Connection;
+pub use super::transport::MasterAddr;
 use crate::cache::{Cache, CacheConfig};
 use crate::logging::RateLimited;
 use crate::mib::{self, MibView, MEMSTAT_MIB_ROOT};
 use crate::oid::Oid;
-use std::fmt;
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-
-/// Where the master listens.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MasterAddr {
-    Unix(PathBuf),
-    Tcp(String),
-}
-
-impl FromStr for MasterAddr {
-    type Err = String;
-
-    /// `unix:PATH`, `tcp:HOST:PORT`, or a plain path.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Some(p) = s.strip_prefix("unix:") {
-            if p.is_empty() {
-                return Err("unix: needs a socket path".into());
-            }
-            Ok(MasterAddr::Unix(p.into()))
-        } else if let Some(hp) = s.strip_prefix("tcp:") {
-            match hp.rsplit_once(':') {
-                Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => {
-                    Ok(MasterAddr::Tcp(hp.to_string()))
-                }
-                _ => Err(format!("tcp:{hp}: expected tcp:HOST:PORT")),
-            }
-        } else if s.is_empty() {
-            Err("empty master address".into())
-        } else {
-            Ok(MasterAddr::Unix(s.into()))
-        }
-    }
-}
-
-impl fmt::Display for MasterAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MasterAddr::Unix(p) => write!(f, "unix:{}", p.display()),
-            MasterAddr::Tcp(hp) => write!(f, "tcp:{hp}"),
-        }
-    }
-}
 
 /// Session settings.
 #[derive(Clone, Debug)]
@@ -101,21 +58,6 @@ fn descr() -> Vec<u8> {
     .into_bytes()
 }
 
-trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
-
-async fn connect(addr: &MasterAddr) -> std::io::Result<Box<dyn Stream>> {
-    Ok(match addr {
-        MasterAddr::Unix(p) => Box::new(tokio::net::UnixStream::connect(p).await?),
-        MasterAddr::Tcp(hp) => {
-            let s = tokio::net::TcpStream::connect(hp.as_str()).await?;
-            // Every request is one small round trip; Nagle would add delay to each.
-            s.set_nodelay(true)?;
-            Box::new(s)
-        }
-    })
-}
-
 /// Reads whole frames. `next` is cancel-safe: bytes read before a cancellation stay in the
 /// buffer for the next call.
 struct FrameReader {
@@ -129,7 +71,7 @@ enum Frame {
 }
 
 impl FrameReader {
-    async fn next<R: AsyncRead + Unpin + ?Sized>(&mut self, rd: &mut R) -> Result<Frame, String> {
+    async fn next(&mut self, conn: &Connection) -> Result<Frame, String> {
         loop {
             if self.buf.len() >= HEADER_LEN {
                 let h = Header::decode(&self.buf).map_err(|e| format!("framing lost: {e}"))?;
@@ -143,12 +85,9 @@ impl FrameReader {
                     self.buf.drain(..len);
                     return Ok(result);
                 }
-                self.buf.reserve(len - self.buf.len());
-            } else {
-                self.buf.reserve(4096);
             }
-            let n = rd
-                .read_buf(&mut self.buf)
+            let n = conn
+                .read_some(&mut self.buf)
                 .await
                 .map_err(|e| format!("read: {e}"))?;
             if n == 0 {
@@ -259,8 +198,10 @@ impl Subagent {
     }
 
     /// Connects, Opens, Registers and (optionally) adds agent capabilities.
-    async fn open_session(&mut self) -> Result<(Box<dyn Stream>, u32, FrameReader), String> {
-        let mut stream = connect(&self.cfg.master).await.map_err(|e| e.to_string())?;
+    async fn open_session(&mut self) -> Result<(Connection, u32, FrameReader), String> {
+        let stream = Connection::connect(&self.cfg.master)
+            .await
+            .map_err(|e| e.to_string())?;
         let mut reader = FrameReader { buf: Vec::new() };
         let root = Oid::from_slice(MEMSTAT_MIB_ROOT);
 
@@ -275,7 +216,7 @@ impl Subagent {
             .cache
             .master_uptime_known()
             .then(|| self.cache.master_uptime_now());
-        let (session_id, error) = self.admin(&mut stream, &mut reader, 0, open).await?;
+        let (session_id, error) = self.admin(&stream, &mut reader, 0, open).await?;
         if error != res_error::NO_ERROR {
             return Err(format!("Open refused: {}", res_error::name(error)));
         }
@@ -290,7 +231,7 @@ impl Subagent {
             upper_bound: None,
         };
         let (_, error) = self
-            .admin(&mut stream, &mut reader, session_id, register)
+            .admin(&stream, &mut reader, session_id, register)
             .await?;
         if error != res_error::NO_ERROR {
             return Err(format!(
@@ -303,9 +244,7 @@ impl Subagent {
                 id: root.clone(),
                 descr: b"MEMSTAT-MIB: kernel memory allocator statistics".to_vec(),
             };
-            let (_, error) = self
-                .admin(&mut stream, &mut reader, session_id, caps)
-                .await?;
+            let (_, error) = self.admin(&stream, &mut reader, session_id, caps).await?;
             // OpenBSD's snmpd answers processingError: not worth failing the session for.
             if error != res_error::NO_ERROR && !self.caps_error_logged {
                 self.caps_error_logged = true;
@@ -322,7 +261,7 @@ impl Subagent {
     /// the Response header and res.error.
     async fn admin(
         &mut self,
-        stream: &mut Box<dyn Stream>,
+        stream: &Connection,
         reader: &mut FrameReader,
         session_id: u32,
         payload: Payload,
@@ -337,7 +276,7 @@ impl Subagent {
             .map_err(|e| format!("write {kind}: {e}"))?;
         let deadline = tokio::time::Instant::now() + ADMIN_TIMEOUT;
         loop {
-            let frame = tokio::time::timeout_at(deadline, reader.next(stream.as_mut()))
+            let frame = tokio::time::timeout_at(deadline, reader.next(stream))
                 .await
                 .map_err(|_| format!("no Response to {kind} within {ADMIN_TIMEOUT:?}"))??;
             if let Frame::Pdu(Pdu {
@@ -362,12 +301,11 @@ impl Subagent {
     /// Serves one connection until it ends.
     async fn serve(
         &mut self,
-        stream: Box<dyn Stream>,
+        conn: Connection,
         session_id: u32,
         mut reader: FrameReader,
         control: &mut mpsc::Receiver<Control>,
     ) -> End {
-        let (mut rd, mut wr) = tokio::io::split(stream);
         let ping_every = self.cfg.ping_interval;
         let mut next_ping =
             (!ping_every.is_zero()).then(|| tokio::time::Instant::now() + ping_every);
@@ -381,14 +319,14 @@ impl Subagent {
             let sleep_until =
                 wake.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
             tokio::select! {
-                frame = reader.next(&mut rd) => {
+                frame = reader.next(&conn) => {
                     let frame = match frame {
                         Ok(f) => f,
                         Err(e) => return End::Lost(e),
                     };
                     match self.handle(frame, &mut ping_pending) {
                         Ok(true) => {
-                            if let Err(e) = wr.write_all(&self.out).await {
+                            if let Err(e) = conn.write_all(&self.out).await {
                                 return End::Lost(format!("write: {e}"));
                             }
                         }
@@ -403,7 +341,7 @@ impl Subagent {
                     let id = self.next_packet_id();
                     let mut buf = Vec::new();
                     Pdu::new(session_id, 0, id, Payload::Ping).encode(&mut buf);
-                    if let Err(e) = wr.write_all(&buf).await {
+                    if let Err(e) = conn.write_all(&buf).await {
                         return End::Lost(format!("write Ping: {e}"));
                     }
                     ping_pending = Some((id, tokio::time::Instant::now() + ADMIN_TIMEOUT));
@@ -413,7 +351,7 @@ impl Subagent {
                     Some(Control::Reload(s, c)) => {
                         let mut b = Backoff::new(s.backoff_min, s.backoff_max);
                         if self.apply(s, c, &mut b) {
-                            let _ = close(&mut wr, session_id, self.next_packet_id(), close_reason::SHUTDOWN).await;
+                            let _ = close(&conn, session_id, self.next_packet_id(), close_reason::SHUTDOWN).await;
                             return End::Readdress;
                         }
                         let every = self.cfg.ping_interval;
@@ -421,7 +359,7 @@ impl Subagent {
                     }
                     Some(Control::Shutdown) | None => {
                         let id = self.next_packet_id();
-                        if let Err(e) = close(&mut wr, session_id, id, close_reason::SHUTDOWN).await {
+                        if let Err(e) = close(&conn, session_id, id, close_reason::SHUTDOWN).await {
                             tracing::warn!("sending Close: {e}");
                         }
                         tracing::info!("closed the AgentX session");
@@ -647,17 +585,16 @@ fn next_of(
     }
 }
 
-async fn close<W: AsyncWrite + Unpin>(
-    wr: &mut W,
+async fn close(
+    conn: &Connection,
     session_id: u32,
     packet_id: u32,
     reason: u8,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     Pdu::new(session_id, 0, packet_id, Payload::Close { reason }).encode(&mut buf);
-    wr.write_all(&buf).await?;
-    wr.flush().await?;
-    wr.shutdown().await
+    conn.write_all(&buf).await?;
+    conn.shutdown()
 }
 
 /// Jittered exponential backoff between `min` and `max`.
@@ -703,24 +640,6 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn master_addresses() {
-        assert_eq!(
-            "/var/agentx/master".parse::<MasterAddr>().unwrap(),
-            MasterAddr::Unix("/var/agentx/master".into())
-        );
-        assert_eq!(
-            "unix:/x".parse::<MasterAddr>().unwrap(),
-            MasterAddr::Unix("/x".into())
-        );
-        assert_eq!(
-            "tcp:127.0.0.1:705".parse::<MasterAddr>().unwrap(),
-            MasterAddr::Tcp("127.0.0.1:705".into())
-        );
-        assert!("tcp:127.0.0.1".parse::<MasterAddr>().is_err());
-        assert!("tcp:host:99999".parse::<MasterAddr>().is_err());
-    }
 
     #[test]
     fn backoff_grows_to_max_with_jitter_and_resets() {

@@ -1,0 +1,218 @@
+//! The connection to the master: a Unix or TCP stream socket, watched for readability only.
+//!
+//! net-snmp answers nothing on its own: every wake-up of the daemon should be a request.
+//! Tokio's own stream types register for both readable and writable events, so each time
+//! the master reads one of our Responses the (edge-triggered) writable event wakes the
+//! daemon for nothing, which doubles the context switches of a walk. Here the socket is
+//! registered for readable events only, and Responses are written straight to the
+//! non-blocking socket: they are small, the send buffer is nearly always empty, and on the
+//! rare `WouldBlock` the writer retries after a millisecond until a deadline.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::unix::io::{AsRawFd, RawFd};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+/// Where the master listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MasterAddr {
+    Unix(PathBuf),
+    Tcp(String),
+}
+
+impl FromStr for MasterAddr {
+    type Err = String;
+
+    /// `unix:PATH`, `tcp:HOST:PORT`, or a plain path.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(p) = s.strip_prefix("unix:") {
+            if p.is_empty() {
+                return Err("unix: needs a socket path".into());
+            }
+            Ok(MasterAddr::Unix(p.into()))
+        } else if let Some(hp) = s.strip_prefix("tcp:") {
+            match hp.rsplit_once(':') {
+                Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => {
+                    Ok(MasterAddr::Tcp(hp.to_string()))
+                }
+                _ => Err(format!("tcp:{hp}: expected tcp:HOST:PORT")),
+            }
+        } else if s.is_empty() {
+            Err("empty master address".into())
+        } else {
+            Ok(MasterAddr::Unix(s.into()))
+        }
+    }
+}
+
+impl fmt::Display for MasterAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MasterAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+            MasterAddr::Tcp(hp) => write!(f, "tcp:{hp}"),
+        }
+    }
+}
+
+/// A connected, non-blocking stream socket.
+enum Socket {
+    Unix(std::os::unix::net::UnixStream),
+    Tcp(std::net::TcpStream),
+}
+
+impl AsRawFd for Socket {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Socket::Unix(s) => s.as_raw_fd(),
+            Socket::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Socket {
+    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Socket::Unix(s) => (&*s).read(buf),
+            Socket::Tcp(s) => (&*s).read(buf),
+        }
+    }
+
+    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Socket::Unix(s) => (&*s).write(buf),
+            Socket::Tcp(s) => (&*s).write(buf),
+        }
+    }
+
+    fn shutdown(&self) -> io::Result<()> {
+        match self {
+            Socket::Unix(s) => s.shutdown(Shutdown::Both),
+            Socket::Tcp(s) => s.shutdown(Shutdown::Both),
+        }
+    }
+}
+
+/// How long a Response may wait for room in a full send buffer before the master is
+/// considered gone (net-snmp itself gives up after about 6 s).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One connection to the master.
+pub struct Connection {
+    fd: AsyncFd<Socket>,
+}
+
+impl Connection {
+    pub async fn connect(addr: &MasterAddr) -> io::Result<Connection> {
+        let socket = match addr {
+            MasterAddr::Unix(p) => {
+                Socket::Unix(tokio::net::UnixStream::connect(p).await?.into_std()?)
+            }
+            MasterAddr::Tcp(hp) => {
+                let s = tokio::net::TcpStream::connect(hp.as_str()).await?;
+                // Every request is one small round trip; Nagle would add delay to each.
+                s.set_nodelay(true)?;
+                Socket::Tcp(s.into_std()?)
+            }
+        };
+        // into_std leaves the socket non-blocking, as AsyncFd needs.
+        // SAFETY: `socket` owns its descriptor and the AsyncFd owns `socket`, so the
+        // descriptor stays open and unchanged for as long as it is registered, and
+        // `as_raw_fd` always returns that same descriptor.
+        let fd = unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) }?;
+        Ok(Connection { fd })
+    }
+
+    /// Appends what the socket has to `buf`; Ok(0) is end of file. Cancel-safe: bytes are
+    /// moved into `buf` only by a synchronous read after readiness.
+    pub async fn read_some(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.try_io(|s| s.get_ref().read(&mut chunk)) {
+                Ok(Ok(n)) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    return Ok(n);
+                }
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(Err(e)) => return Err(e),
+                // Readiness was stale; wait for the next event.
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    /// Writes all of `data`.
+    pub async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
+        let deadline = tokio::time::Instant::now() + WRITE_TIMEOUT;
+        while !data.is_empty() {
+            match self.fd.get_ref().write(data) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => data = &data[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the master has not read for 5 s",
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Shuts both directions down (the descriptor closes on drop).
+    pub fn shutdown(&self) -> io::Result<()> {
+        self.fd.get_ref().shutdown()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn master_addresses() {
+        assert_eq!(
+            "/var/agentx/master".parse::<MasterAddr>().unwrap(),
+            MasterAddr::Unix("/var/agentx/master".into())
+        );
+        assert_eq!(
+            "unix:/x".parse::<MasterAddr>().unwrap(),
+            MasterAddr::Unix("/x".into())
+        );
+        assert_eq!(
+            "tcp:127.0.0.1:705".parse::<MasterAddr>().unwrap(),
+            MasterAddr::Tcp("127.0.0.1:705".into())
+        );
+        assert!("tcp:127.0.0.1".parse::<MasterAddr>().is_err());
+        assert!("tcp:host:99999".parse::<MasterAddr>().is_err());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn reads_and_writes_through_a_unix_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let conn = Connection::connect(&MasterAddr::Unix(path)).await.unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        conn.write_all(b"hello").await.unwrap();
+        let mut got = [0u8; 5];
+        peer.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"hello");
+        peer.write_all(b"abc").unwrap();
+        let mut buf = Vec::new();
+        assert_eq!(conn.read_some(&mut buf).await.unwrap(), 3);
+        assert_eq!(buf, b"abc");
+        drop(peer);
+        assert_eq!(conn.read_some(&mut buf).await.unwrap(), 0, "EOF");
+    }
+}
