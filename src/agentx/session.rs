@@ -311,13 +311,20 @@ impl Subagent {
             (!ping_every.is_zero()).then(|| tokio::time::Instant::now() + ping_every);
         // (packetID, deadline) of the Ping in flight.
         let mut ping_pending: Option<(u32, tokio::time::Instant)> = None;
+        // One timer for the whole connection, moved only when its deadline changes: a walk
+        // is thousands of requests, and none of them should touch the timer wheel.
+        let far = || tokio::time::Instant::now() + Duration::from_secs(86_400);
+        let timer = tokio::time::sleep_until(far());
+        tokio::pin!(timer);
         loop {
             let wake = match (ping_pending, next_ping) {
                 (Some((_, d)), _) => Some(d),
                 (None, n) => n,
             };
-            let sleep_until =
-                wake.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+            let deadline = wake.unwrap_or_else(|| timer.deadline());
+            if timer.deadline() != deadline {
+                timer.as_mut().reset(deadline);
+            }
             tokio::select! {
                 frame = reader.next(&conn) => {
                     let frame = match frame {
@@ -334,9 +341,14 @@ impl Subagent {
                         Err(e) => return End::Lost(e),
                     }
                 }
-                _ = tokio::time::sleep_until(sleep_until) => {
+                _ = &mut timer => {
                     if ping_pending.is_some() {
                         return End::Lost("no answer to Ping".into());
+                    }
+                    if next_ping.is_none() {
+                        // Pings are off: the timer only marks time.
+                        timer.as_mut().reset(far());
+                        continue;
                     }
                     let id = self.next_packet_id();
                     let mut buf = Vec::new();

@@ -135,6 +135,12 @@ impl Connection {
             let mut guard = self.fd.readable().await?;
             match guard.try_io(|s| s.get_ref().read(&mut chunk)) {
                 Ok(Ok(n)) => {
+                    // A read that did not fill the chunk emptied the socket: say so now and
+                    // save the read that would only return WouldBlock. Data that arrives
+                    // later is a new readiness event, which this does not clear.
+                    if n > 0 && n < chunk.len() {
+                        guard.clear_ready();
+                    }
                     buf.extend_from_slice(&chunk[..n]);
                     return Ok(n);
                 }
