@@ -30,6 +30,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// At most this many transactions are remembered for pinning, whatever the window.
 const MAX_PINNED_TRANSACTIONS: usize = 4096;
+/// At most about this many continuation OIDs are kept (each is one walk that may still
+/// continue), whatever the window.
+const MAX_CONTINUATIONS: usize = 4096;
 
 /// The per-request maps are touched on every PDU of a walk. Their keys come from the local
 /// master (transaction IDs, OIDs we returned ourselves), so a multiply-rotate hash is safe
@@ -138,7 +141,8 @@ pub struct Cache {
     master_uptime: Option<(u32, Instant)>,
     pins: FastMap<u32, Pin>,
     pin_order: VecDeque<(u32, Instant)>,
-    continuations: FastMap<Oid, (Arc<MibView>, Instant)>,
+    /// Last OID returned → (its view, when, the transaction that returned it).
+    continuations: FastMap<Oid, (Arc<MibView>, Instant, u32)>,
     empty: Arc<MibView>,
 }
 
@@ -282,17 +286,31 @@ impl Cache {
         if let Some(p) = self.pins.get(&transaction_id) {
             return p.view.clone();
         }
-        let continued = if continues {
-            starts
-                .iter()
-                .find_map(|s| self.continuations.get(*s).map(|(v, _)| v.clone()))
-        } else {
-            None
-        };
+        // A request that starts where an earlier transaction stopped continues that walk.
+        // The earlier transaction is then complete (the manager only sends the next request
+        // after the whole answer), so its pin goes: pins follow the walks in progress, not
+        // the request rate. Its continuation OIDs stay for their window, so that a manager
+        // that re-sends the same request (a UDP retry is a new transaction) still continues
+        // on the same snapshot.
+        let mut continued = None;
+        if continues {
+            for s in starts {
+                if let Some((v, _, txn)) = self.continuations.get(*s) {
+                    continued = Some((v.clone(), *txn));
+                    break;
+                }
+            }
+        }
+        if let Some((_, earlier)) = continued {
+            if earlier != transaction_id {
+                self.unpin(earlier, true);
+            }
+        }
+        let continued = continued.map(|(v, _)| v);
         let view = continued.unwrap_or_else(|| self.fresh(now));
         if self.pins.len() >= MAX_PINNED_TRANSACTIONS {
             if let Some((old, _)) = self.pin_order.pop_front() {
-                self.unpin(old);
+                self.unpin(old, true);
             }
         }
         self.pins.insert(
@@ -317,27 +335,37 @@ impl Cache {
             pin.last.resize(range + 1, Oid::null());
         }
         let old = std::mem::replace(&mut pin.last[range], oid.clone());
-        if !old.is_null() {
-            if let Some((v, _)) = self.continuations.get(&old) {
-                if Arc::ptr_eq(v, &pin.view) {
-                    self.continuations.remove(&old);
-                }
-            }
+        if !old.is_null()
+            && self
+                .continuations
+                .get(&old)
+                .is_some_and(|c| c.2 == transaction_id)
+        {
+            self.continuations.remove(&old);
         }
-        self.continuations
-            .insert(oid.clone(), (pin.view.clone(), Instant::now()));
+        self.continuations.insert(
+            oid.clone(),
+            (pin.view.clone(), Instant::now(), transaction_id),
+        );
     }
 
-    fn unpin(&mut self, transaction_id: u32) {
-        if let Some(p) = self.pins.remove(&transaction_id) {
-            for o in p.last {
-                if let Some((v, at)) = self.continuations.get(&o) {
-                    // Keep a continuation for its own window even when its transaction is
-                    // evicted early by the count cap.
-                    if Arc::ptr_eq(v, &p.view) && at.elapsed() >= self.cfg.walk_window {
-                        self.continuations.remove(&o);
-                    }
-                }
+    /// Drops a transaction's pin. Its continuation OIDs go too, unless `keep_continuations`
+    /// (the walk moved on, or the pin was evicted by the count cap while its walk may still
+    /// be running: they stay for their own window).
+    fn unpin(&mut self, transaction_id: u32, keep_continuations: bool) {
+        let Some(p) = self.pins.remove(&transaction_id) else {
+            return;
+        };
+        if keep_continuations {
+            return;
+        }
+        for o in p.last {
+            if self
+                .continuations
+                .get(&o)
+                .is_some_and(|c| c.2 == transaction_id)
+            {
+                self.continuations.remove(&o);
             }
         }
     }
@@ -351,12 +379,22 @@ impl Cache {
             self.pin_order.pop_front();
             // The same ID may have been pinned again later; only drop the old pin.
             if self.pins.get(&txn).is_some_and(|p| p.at == at) {
-                self.unpin(txn);
+                self.unpin(txn, false);
             }
         }
-        if self.continuations.len() > 2 * MAX_PINNED_TRANSACTIONS {
+        // Pins that ended early leave stale entries behind in `pin_order`; compact it so
+        // that its length, too, follows the walks in progress.
+        if self.pin_order.len() > 2 * MAX_PINNED_TRANSACTIONS {
+            let pins = &self.pins;
+            self.pin_order
+                .retain(|(txn, at)| pins.get(txn).is_some_and(|p| p.at == *at));
+        }
+        // Continuations expire with their window; past the cap, the oldest go first.
+        let mut keep = window;
+        while self.continuations.len() > MAX_CONTINUATIONS && !keep.is_zero() {
             self.continuations
-                .retain(|_, (_, at)| now.duration_since(*at) < window);
+                .retain(|_, (_, at, _)| now.duration_since(*at) < keep);
+            keep /= 2;
         }
     }
 
@@ -436,6 +474,29 @@ mod tests {
         let v4 = c.view_for(4, &[&returned], false);
         assert_eq!(v4.snapshot().generation, 3);
         assert_eq!(c.status().refreshes, 3);
+    }
+
+    #[test]
+    fn pins_follow_walks_in_progress_and_a_retried_request_still_continues() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut c, p) = cache(dir.path(), Duration::ZERO);
+        let first = c.view_for(1, &[&Oid::from_slice(&[1, 3])], true);
+        let mut last = Oid::from_slice(&[1, 3, 0]);
+        c.note_returned(1, 0, &last);
+        write_fixture(&p, 2);
+        // A long walk: each transaction continues from the one before.
+        for txn in 2..10_000u32 {
+            let v = c.view_for(txn, &[&last], true);
+            assert!(Arc::ptr_eq(&v, &first));
+            last = Oid::from_slice(&[1, 3, txn]);
+            c.note_returned(txn, 0, &last);
+        }
+        assert!(c.pinned() <= 2, "{} pins for one walk", c.pinned());
+        // The manager re-sends its last request (a new transaction, same start) and then
+        // continues: both stay on the walk's snapshot.
+        let before = Oid::from_slice(&[1, 3, 9_998]);
+        assert!(Arc::ptr_eq(&c.view_for(20_000, &[&before], true), &first));
+        assert!(Arc::ptr_eq(&c.view_for(20_001, &[&before], true), &first));
     }
 
     #[test]
