@@ -88,6 +88,8 @@ struct Pin {
     view: Arc<MibView>,
     last: Vec<Oid>,
     at: Instant,
+    /// The continuation OID this transaction started from, if it continued a walk.
+    came_from: Option<Oid>,
 }
 
 /// Tracks memTypeDiscontinuityTime per row key.
@@ -296,17 +298,19 @@ impl Cache {
         if continues {
             for s in starts {
                 if let Some((v, _, txn)) = self.continuations.get(*s) {
-                    continued = Some((v.clone(), *txn));
+                    continued = Some((v.clone(), *txn, (*s).clone()));
                     break;
                 }
             }
         }
-        if let Some((_, earlier)) = continued {
-            if earlier != transaction_id {
-                self.unpin(earlier, true);
+        let mut came_from = None;
+        if let Some((_, earlier, from)) = &continued {
+            if *earlier != transaction_id {
+                self.unpin(*earlier, true);
             }
+            came_from = Some(from.clone());
         }
-        let continued = continued.map(|(v, _)| v);
+        let continued = continued.map(|(v, ..)| v);
         let view = continued.unwrap_or_else(|| self.fresh(now));
         if self.pins.len() >= MAX_PINNED_TRANSACTIONS {
             if let Some((old, _)) = self.pin_order.pop_front() {
@@ -319,6 +323,7 @@ impl Cache {
                 view: view.clone(),
                 last: Vec::new(),
                 at: now,
+                came_from,
             },
         );
         self.pin_order.push_back((transaction_id, now));
@@ -357,6 +362,17 @@ impl Cache {
             return;
         };
         if keep_continuations {
+            // Its own continuations stay, but the point it started from is now two steps
+            // behind the walk: no retry can ask for it any more.
+            if let Some(from) = p.came_from {
+                if self
+                    .continuations
+                    .get(&from)
+                    .is_some_and(|c| c.2 != transaction_id)
+                {
+                    self.continuations.remove(&from);
+                }
+            }
             return;
         }
         for o in p.last {
@@ -492,6 +508,11 @@ mod tests {
             c.note_returned(txn, 0, &last);
         }
         assert!(c.pinned() <= 2, "{} pins for one walk", c.pinned());
+        assert!(
+            c.continuations.len() <= 3,
+            "{} continuations",
+            c.continuations.len()
+        );
         // The manager re-sends its last request (a new transaction, same start) and then
         // continues: both stay on the walk's snapshot.
         let before = Oid::from_slice(&[1, 3, 9_998]);
