@@ -28,6 +28,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+/// How long a transaction's own pin lives. All AgentX PDUs of one SNMP request arrive
+/// within the master's retry budget (net-snmp: 1 s × 6), so a pin is not needed for longer;
+/// a walk's next request is matched through the continuation OIDs, which live for the
+/// whole walk window.
+const TRANSACTION_LIFETIME: Duration = Duration::from_secs(10);
+
 /// At most this many transactions are remembered for pinning, whatever the window.
 const MAX_PINNED_TRANSACTIONS: usize = 4096;
 /// At most about this many continuation OIDs are kept (each is one walk that may still
@@ -388,8 +394,9 @@ impl Cache {
 
     fn expire(&mut self, now: Instant) {
         let window = self.cfg.walk_window;
+        let pin_life = window.min(TRANSACTION_LIFETIME);
         while let Some(&(txn, at)) = self.pin_order.front() {
-            if now.duration_since(at) < window {
+            if now.duration_since(at) < pin_life {
                 break;
             }
             self.pin_order.pop_front();
@@ -400,10 +407,11 @@ impl Cache {
         }
         // Pins that ended early leave stale entries behind in `pin_order`; compact it so
         // that its length, too, follows the walks in progress.
-        if self.pin_order.len() > 2 * MAX_PINNED_TRANSACTIONS {
+        if self.pin_order.len() > 2 * self.pins.len() + 64 {
             let pins = &self.pins;
             self.pin_order
                 .retain(|(txn, at)| pins.get(txn).is_some_and(|p| p.at == *at));
+            self.pin_order.shrink_to(4 * self.pins.len() + 64);
         }
         // Continuations expire with their window; past the cap, the oldest go first.
         let mut keep = window;
