@@ -433,7 +433,8 @@ impl MibView {
             for (slot, c) in t.per_cpu.iter().enumerate() {
                 cpu_order.push((p as u32, c.cpu, slot as u32));
             }
-            cpu_order[start..].sort_unstable_by_key(|e| e.1);
+            // A stable sort: with a CPU listed twice, the first listed wins, as in `get`.
+            cpu_order[start..].sort_by_key(|e| e.1);
         }
         // Sorted by (row, cpu) now, so one pass drops a CPU listed twice for the same type.
         cpu_order.dedup_by_key(|e| (e.0, e.1));

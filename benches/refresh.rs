@@ -1,0 +1,161 @@
+//! A refresh from each source: the real /proc/slabinfo (and reading it alone, for the ratio),
+//! and synthetic FreeBSD streams of realistic size built from the documented layouts.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use memstat_agentx::memstat::linux::{self, SlabinfoReader};
+use memstat_agentx::memstat::malloc::parse_malloc;
+use memstat_agentx::memstat::uma::parse_uma;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+#[path = "common/mod.rs"]
+mod common;
+
+/// A stream builder: fields appended in declaration order, native byte order, as the kernel
+/// writes them (sys/vm/uma.h, sys/sys/malloc.h).
+#[derive(Default)]
+struct Bytes(Vec<u8>);
+
+impl Bytes {
+    fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn u64(&mut self, v: u64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn name(&mut self, s: &str) -> &mut Self {
+        let mut n = [0u8; 32];
+        n[..s.len()].copy_from_slice(s.as_bytes());
+        self.0.extend_from_slice(&n);
+        self
+    }
+    /// `struct uma_stream_header` / `struct malloc_type_stream_header`.
+    fn stream_header(&mut self, maxcpus: u32, count: u32) -> &mut Self {
+        self.u32(1).u32(maxcpus).u32(count).u32(0)
+    }
+}
+
+/// `vm.zone_stats` with `zones` zones and `maxcpus` real per-CPU records each.
+fn uma_stream(zones: u32, maxcpus: u32) -> Vec<u8> {
+    let mut b = Bytes::default();
+    b.0.reserve(16 + zones as usize * (120 + 64 * maxcpus as usize));
+    b.stream_header(maxcpus, zones);
+    for z in 0..zones {
+        let s = u64::from(z);
+        // struct uma_type_header (120 bytes)
+        b.name(&format!("zone-{z}"))
+            .u32(8) // uth_align
+            .u32(64 + z % 4096) // uth_size
+            .u32(64 + z % 4096) // uth_rsize
+            .u32(0) // uth_maxpages
+            .u32(0) // uth_limit
+            .u32(10) // uth_pages
+            .u32(5) // uth_keg_free
+            .u32(7) // uth_zone_free
+            .u32(16) // uth_bucketsize
+            .u32(z % 2) // uth_zone_flags (every other zone secondary)
+            .u64(1000 + s) // uth_allocs
+            .u64(900 + s) // uth_frees
+            .u64(0) // uth_fails
+            .u64(0) // uth_sleeps
+            .u64(0) // uth_xdomain
+            .u64(0); // _uth_reserved1[1]
+        for cpu in 0..u64::from(maxcpus) {
+            // struct uma_percpu_stat (64 bytes)
+            b.u64(100 + cpu).u64(90 + cpu).u64(3);
+            for _ in 0..5 {
+                b.u64(0); // _ups_reserved[5]
+            }
+        }
+    }
+    b.0
+}
+
+/// `kern.malloc_stats` with `types` types and `maxcpus` records each, of which the first
+/// `real` are filled and the rest zero padding, as the kernel writes MAXCPU records.
+fn malloc_stream(types: u32, maxcpus: u32, real: u32) -> Vec<u8> {
+    let mut b = Bytes::default();
+    b.0.reserve(16 + types as usize * (32 + 64 * maxcpus as usize));
+    b.stream_header(maxcpus, types);
+    for t in 0..types {
+        b.name(&format!("type-{t}")); // struct malloc_type_header
+        for cpu in 0..maxcpus {
+            // struct malloc_type_stats (64 bytes)
+            if cpu < real {
+                let c = u64::from(cpu);
+                b.u64(4096 + c) // mts_memalloced
+                    .u64(2048 + c) // mts_memfreed
+                    .u64(64 + c) // mts_numallocs
+                    .u64(32 + c) // mts_numfrees
+                    .u64(1 << (cpu % 8)) // mts_size
+                    .u64(0)
+                    .u64(0)
+                    .u64(0); // _mts_reserved1..3
+            } else {
+                b.0.extend_from_slice(&[0u8; 64]);
+            }
+        }
+    }
+    b.0
+}
+
+fn linux(c: &mut Criterion) {
+    let path = Path::new(linux::SLABINFO);
+    let mut reader = match SlabinfoReader::open(path) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("skipping the Linux refresh benchmarks: {e}");
+            return;
+        }
+    };
+    if let Err(e) = reader.read() {
+        eprintln!("skipping the Linux refresh benchmarks: {e}");
+        return;
+    }
+    let mut g = c.benchmark_group("refresh_linux");
+    g.bench_function("slabinfo_read_and_parse", |b| {
+        b.iter(|| reader.read().unwrap())
+    });
+    // The floor: the same reads of the same open descriptor, without parsing.
+    let mut file = File::open(path).unwrap();
+    let mut buf = Vec::with_capacity(64 * 1024);
+    g.bench_function("slabinfo_read_only", |b| {
+        b.iter(|| {
+            buf.clear();
+            file.seek(SeekFrom::Start(0)).unwrap();
+            file.read_to_end(&mut buf).unwrap()
+        })
+    });
+    let text = String::from_utf8(buf.clone()).unwrap();
+    g.bench_function("slabinfo_parse_only", |b| {
+        b.iter(|| linux::parse(black_box(&text), "bench", 4096).unwrap())
+    });
+    g.finish();
+}
+
+fn freebsd(c: &mut Criterion) {
+    let mut g = c.benchmark_group("refresh_freebsd");
+    // 1,000 UMA zones × 64 CPUs (~4 MB): the kernel writes mp_maxid + 1 records.
+    let uma = uma_stream(1_000, 64);
+    assert_eq!(parse_uma(&uma, 63).unwrap().len(), 1_000);
+    g.throughput(Throughput::Bytes(uma.len() as u64));
+    g.bench_function("uma_1000_zones_64_cpus", |b| {
+        b.iter(|| parse_uma(black_box(&uma), 63).unwrap())
+    });
+    // 600 malloc types × 1,024 records (MAXCPU on amd64, ~40 MB), 64 of them real.
+    let malloc = malloc_stream(600, 1_024, 64);
+    assert!(malloc.len() > 39_000_000);
+    let parsed = parse_malloc(&malloc, 63).unwrap();
+    assert_eq!((parsed.len(), parsed[0].per_cpu.len()), (600, 64));
+    g.throughput(Throughput::Bytes(malloc.len() as u64));
+    g.bench_function("malloc_600_types_1024_records_maxid63", |b| {
+        b.iter(|| parse_malloc(black_box(&malloc), 63).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, linux, freebsd);
+criterion_main!(benches);
