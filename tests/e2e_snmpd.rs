@@ -74,27 +74,10 @@ fn as_map(lines: &[Line]) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-fn setup(
-    transport: Transport,
-    types: Vec<MemoryType>,
-    extra: &[&str],
-) -> (tempfile::TempDir, Snmpd, Daemon) {
-    let dir = tempfile::tempdir().unwrap();
-    let fix = dir.path().join("fixture.json");
-    write_fixture(&fix, types);
-    let snmpd = Snmpd::start(dir.path(), transport);
-    let src = format!("fixture:{}", fix.display());
-    let state = dir.path().join("state").display().to_string();
-    let mut args = vec!["--source", &src, "--state-dir", &state];
-    args.extend_from_slice(extra);
-    let daemon = Daemon::start(&snmpd, &args);
-    (dir, snmpd, daemon)
-}
-
 #[test]
 fn bulkwalk_snmptable_and_get_return_exactly_the_fixture() {
     let types = sample_types();
-    let (_dir, snmpd, _daemon) = setup(Transport::Unix, types.clone(), &[]);
+    let (_dir, snmpd, _daemon) = start_with_fixture(Transport::Unix, types.clone(), &[]);
 
     let walked = as_map(&bulkwalk(snmpd.port, TYPE_ENTRY, &[]));
     let expected = expected_table(&types);
@@ -214,7 +197,7 @@ fn bulkwalk_snmptable_and_get_return_exactly_the_fixture() {
 #[test]
 fn serves_over_tcp_agentx_too() {
     let types = sample_types();
-    let (_dir, snmpd, _daemon) = setup(Transport::Tcp, types.clone(), &[]);
+    let (_dir, snmpd, _daemon) = start_with_fixture(Transport::Tcp, types.clone(), &[]);
     assert!(snmpd.agentx.starts_with("tcp:"));
     assert_eq!(
         as_map(&bulkwalk(snmpd.port, TYPE_ENTRY, &[])),
@@ -257,7 +240,7 @@ fn generations(lines: &[Line]) -> std::collections::BTreeSet<u64> {
 #[test]
 fn every_walk_is_served_from_one_snapshot() {
     let rows = 100;
-    let (dir, snmpd, _daemon) = setup(
+    let (dir, snmpd, _daemon) = start_with_fixture(
         Transport::Unix,
         generation_types(1, rows),
         &["--max-age", "0.01", "--walk-window", "30"],
@@ -312,7 +295,7 @@ fn every_walk_is_served_from_one_snapshot() {
 
 #[test]
 fn snmpset_is_refused_with_not_writable_and_the_session_stays() {
-    let (_dir, snmpd, daemon) = setup(Transport::Unix, sample_types(), &[]);
+    let (_dir, snmpd, daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
     let out = snmp_cmd(
         "snmpset",
         snmpd.port,
@@ -356,7 +339,7 @@ fn name_indexes(port: u16) -> BTreeMap<String, String> {
 
 #[test]
 fn survives_master_restart_and_keeps_indexes_across_daemon_restart() {
-    let (dir, mut snmpd, mut daemon) = setup(Transport::Unix, sample_types(), &[]);
+    let (dir, mut snmpd, mut daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
     let before = name_indexes(snmpd.port);
     assert_eq!(before.len(), 5, "{before:?}");
     assert!(before.contains_key("mbuf#1"), "{before:?}");
@@ -445,7 +428,8 @@ fn a_master_absent_at_start_up_is_waited_for() {
 
 #[test]
 fn reading_the_scalars_never_refreshes_and_nothing_refreshes_while_idle() {
-    let (_dir, snmpd, _daemon) = setup(Transport::Unix, sample_types(), &["--max-age", "0.01"]);
+    let (_dir, snmpd, _daemon) =
+        start_with_fixture(Transport::Unix, sample_types(), &["--max-age", "0.01"]);
     let refreshes = || {
         get(snmpd.port, &[&format!("{ROOT}.1.1.5.0")])[0]
             .value

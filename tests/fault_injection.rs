@@ -25,19 +25,6 @@ fn fd_count(pid: u32) -> usize {
         .count()
 }
 
-fn setup(types: Vec<MemoryType>, extra: &[&str]) -> (tempfile::TempDir, Snmpd, Daemon) {
-    let dir = tempfile::tempdir().unwrap();
-    let fix = dir.path().join("fixture.json");
-    write_fixture(&fix, types);
-    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
-    let src = format!("fixture:{}", fix.display());
-    let state = dir.path().join("state").display().to_string();
-    let mut args = vec!["--source", &src, "--state-dir", &state];
-    args.extend_from_slice(extra);
-    let daemon = Daemon::start(&snmpd, &args);
-    (dir, snmpd, daemon)
-}
-
 /// One walk by the background walker: when it started, and whether it returned the whole
 /// memTypeTable.
 struct Walk {
@@ -47,7 +34,7 @@ struct Walk {
 
 #[test]
 fn twenty_master_restarts_during_continuous_walks() {
-    let (_dir, mut snmpd, mut daemon) = setup(sample_types(), &[]);
+    let (_dir, mut snmpd, mut daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
     let port = snmpd.port;
     let rows = bulkwalk(port, TYPE_ENTRY, &[]).len();
     assert!(rows > 50, "memTypeTable has {rows} cells");
@@ -166,7 +153,8 @@ fn eventually(port: u16, what: &str, daemon: &Daemon, check: impl Fn() -> bool) 
 
 #[test]
 fn failing_fixture_keeps_the_last_good_snapshot_and_recovers() {
-    let (dir, snmpd, daemon) = setup(generation(1), &["--max-age", "0.1"]);
+    let (dir, snmpd, daemon) =
+        start_with_fixture(Transport::Unix, generation(1), &["--max-age", "0.1"]);
     let port = snmpd.port;
     let fix = dir.path().join("fixture.json");
     let path = fix.display().to_string();

@@ -2,6 +2,7 @@
 // snmpd: Open, Register 1.3.6.1.4.1.32473.1, then answer each GetNext under memTypeTable
 // with the next (column, row) of an N-row, 23-column table, a Counter64 each. The same
 // varbinds as the daemon's walk, with no other work: epoll_wait + recv + send per PDU.
+// Usage: stub SOCKET [ROWS [in]]
 #include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,7 +65,10 @@ int main(int argc, char **argv) {
     put32(out + 16, n - 20); sendall(n);
     frame();
     int ep = epoll_create1(0);
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET};
+    /* "in" as the third argument registers for EPOLLIN only; the default also registers
+     * EPOLLOUT, as tokio's stream types do. */
+    int in_only = argc > 3 && strcmp(argv[3], "in") == 0;
+    struct epoll_event ev = {.events = EPOLLIN | (in_only ? 0 : EPOLLOUT) | EPOLLET};
     epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
     for (;;) {
         struct epoll_event e;

@@ -440,6 +440,25 @@ pub fn full_type(alloc: Allocator, name: &str, seed: u64) -> MemoryType {
     t
 }
 
+/// A temp dir holding `fixture.json` with `types`, a private snmpd on `transport`, and the
+/// daemon serving that fixture with its state in the temp dir, plus `extra` arguments.
+pub fn start_with_fixture(
+    transport: Transport,
+    types: Vec<MemoryType>,
+    extra: &[&str],
+) -> (tempfile::TempDir, Snmpd, Daemon) {
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    write_fixture(&fix, types);
+    let snmpd = Snmpd::start(dir.path(), transport);
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let mut args = vec!["--source", &src, "--state-dir", &state];
+    args.extend_from_slice(extra);
+    let daemon = Daemon::start(&snmpd, &args);
+    (dir, snmpd, daemon)
+}
+
 /// A fixture with full rows, sparse rows (absent cells), a duplicate name and every allocator.
 pub fn sample_types() -> Vec<MemoryType> {
     let mut sparse = MemoryType::new(Allocator::Slab, "dentry");
