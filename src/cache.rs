@@ -94,8 +94,9 @@ struct Pin {
     view: Arc<MibView>,
     last: Vec<Oid>,
     at: Instant,
-    /// The continuation OID this transaction started from, if it continued a walk.
-    came_from: Option<Oid>,
+    /// The continuation OID this transaction started from, and the transaction that had
+    /// returned it, if it continued a walk.
+    came_from: Option<(Oid, u32)>,
 }
 
 /// Tracks memTypeDiscontinuityTime per row key.
@@ -314,7 +315,7 @@ impl Cache {
             if *earlier != transaction_id {
                 self.unpin(*earlier, true);
             }
-            came_from = Some(from.clone());
+            came_from = Some((from.clone(), *earlier));
         }
         let continued = continued.map(|(v, ..)| v);
         let view = continued.unwrap_or_else(|| self.fresh(now));
@@ -370,12 +371,10 @@ impl Cache {
         if keep_continuations {
             // Its own continuations stay, but the point it started from is now two steps
             // behind the walk: no retry can ask for it any more.
-            if let Some(from) = p.came_from {
-                if self
-                    .continuations
-                    .get(&from)
-                    .is_some_and(|c| c.2 != transaction_id)
-                {
+            // (Only if that entry is still the one this walk came through: another walker
+            // may have stopped at the same OID since, and the entry is now its.)
+            if let Some((from, owner)) = p.came_from {
+                if self.continuations.get(&from).is_some_and(|c| c.2 == owner) {
                     self.continuations.remove(&from);
                 }
             }
@@ -526,6 +525,27 @@ mod tests {
         let before = Oid::from_slice(&[1, 3, 9_998]);
         assert!(Arc::ptr_eq(&c.view_for(20_000, &[&before], true), &first));
         assert!(Arc::ptr_eq(&c.view_for(20_001, &[&before], true), &first));
+    }
+
+    #[test]
+    fn a_walk_moving_on_leaves_another_walkers_continuation_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut c, p) = cache(dir.path(), Duration::ZERO);
+        let x = Oid::from_slice(&[1, 3, 1]);
+        let y = Oid::from_slice(&[1, 3, 2]);
+        // Walker A: transaction 1 stops at x, transaction 2 continues from x and stops at y.
+        let a = c.view_for(1, &[&Oid::from_slice(&[1, 3])], true);
+        c.note_returned(1, 0, &x);
+        c.view_for(2, &[&x], true);
+        c.note_returned(2, 0, &y);
+        // Walker B, on a newer snapshot, stops at x too (transaction 10).
+        write_fixture(&p, 2);
+        let b = c.view_for(10, &[&Oid::from_slice(&[1, 2])], true);
+        assert!(!Arc::ptr_eq(&a, &b));
+        c.note_returned(10, 0, &x);
+        // A moves on from y; B's continuation at x must survive it.
+        assert!(Arc::ptr_eq(&c.view_for(3, &[&y], true), &a));
+        assert!(Arc::ptr_eq(&c.view_for(11, &[&x], true), &b));
     }
 
     #[test]
