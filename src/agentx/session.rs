@@ -112,11 +112,14 @@ pub struct Subagent {
     packet_id: u32,
     out: Vec<u8>,
     caps_error_logged: bool,
+    /// Reconnection delays; reset by a successful Open, replaced by a reload.
+    backoff: Backoff,
 }
 
 impl Subagent {
     pub fn new(cfg: SessionConfig, cache: Cache) -> Self {
         Subagent {
+            backoff: Backoff::new(cfg.backoff_min, cfg.backoff_max),
             cfg,
             cache,
             packet_id: 0,
@@ -127,19 +130,18 @@ impl Subagent {
 
     /// Runs until a Shutdown control message. A master that is absent is waited for.
     pub async fn run(mut self, mut control: mpsc::Receiver<Control>) {
-        let mut backoff = Backoff::new(self.cfg.backoff_min, self.cfg.backoff_max);
         let mut down_log = RateLimited::new(Duration::from_secs(10));
         loop {
             let attempt = tokio::select! {
                 r = self.open_session() => r,
                 c = control.recv() => match c {
-                    Some(Control::Reload(s, c)) => { self.apply(s, c, &mut backoff); continue; }
+                    Some(Control::Reload(s, c)) => { self.apply(s, c); continue; }
                     Some(Control::Shutdown) | None => return,
                 },
             };
             match attempt {
                 Ok((stream, session_id, reader)) => {
-                    backoff.reset();
+                    self.backoff.reset();
                     down_log.reset();
                     tracing::info!(
                         "connected to the AgentX master at {}, session {session_id}",
@@ -169,12 +171,12 @@ impl Subagent {
                     }
                 }
             }
-            let delay = backoff.next();
+            let delay = self.backoff.next();
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 c = control.recv() => match c {
                     Some(Control::Reload(s, c)) => {
-                        self.apply(s, c, &mut backoff);
+                        self.apply(s, c);
                     }
                     Some(Control::Shutdown) | None => return,
                 },
@@ -183,9 +185,9 @@ impl Subagent {
     }
 
     /// Applies reloaded settings; true when the master address changed.
-    fn apply(&mut self, s: SessionConfig, c: CacheConfig, backoff: &mut Backoff) -> bool {
+    fn apply(&mut self, s: SessionConfig, c: CacheConfig) -> bool {
         let readdress = s.master != self.cfg.master;
-        *backoff = Backoff::new(s.backoff_min, s.backoff_max);
+        self.backoff = Backoff::new(s.backoff_min, s.backoff_max);
         self.cfg = s;
         self.cache.set_config(c);
         tracing::info!("configuration reloaded");
@@ -361,8 +363,7 @@ impl Subagent {
                 }
                 c = control.recv() => match c {
                     Some(Control::Reload(s, c)) => {
-                        let mut b = Backoff::new(s.backoff_min, s.backoff_max);
-                        if self.apply(s, c, &mut b) {
+                        if self.apply(s, c) {
                             let _ = close(&conn, session_id, self.next_packet_id(), close_reason::SHUTDOWN).await;
                             return End::Readdress;
                         }
