@@ -90,7 +90,7 @@ fn handle(cache: &mut Cache, frame: &[u8], out: &mut Vec<u8>) {
     w.finish();
     for (i, (o, v)) in found.into_iter().enumerate() {
         if v != Value::EndOfMibView {
-            cache.note_returned(pdu.transaction_id, i, &o);
+            cache.note_returned(pdu.transaction_id, i, o);
         }
     }
 }

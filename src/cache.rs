@@ -339,7 +339,7 @@ impl Cache {
 
     /// Records the OID returned for SearchRange `range` of a transaction, so that the next
     /// request of the same walk, which starts there, continues on the same view.
-    pub fn note_returned(&mut self, transaction_id: u32, range: usize, oid: &Oid) {
+    pub fn note_returned(&mut self, transaction_id: u32, range: usize, oid: Oid) {
         let Some(pin) = self.pins.get_mut(&transaction_id) else {
             return;
         };
@@ -355,10 +355,8 @@ impl Cache {
         {
             self.continuations.remove(&old);
         }
-        self.continuations.insert(
-            oid.clone(),
-            (pin.view.clone(), Instant::now(), transaction_id),
-        );
+        self.continuations
+            .insert(oid, (pin.view.clone(), Instant::now(), transaction_id));
     }
 
     /// Drops a transaction's pin. Its continuation OIDs go too, unless `keep_continuations`
@@ -487,7 +485,7 @@ mod tests {
         // Same transaction: same view, even with max_age 0.
         assert!(Arc::ptr_eq(&v1, &c.view_for(1, &[&start], true)));
         let returned = Oid::from_slice(&[1, 3, 6]);
-        c.note_returned(1, 0, &returned);
+        c.note_returned(1, 0, returned.clone());
         // A new transaction continuing from the returned OID stays on generation 1.
         let v2 = c.view_for(2, &[&returned], true);
         assert!(Arc::ptr_eq(&v1, &v2));
@@ -505,14 +503,14 @@ mod tests {
         let (mut c, p) = cache(dir.path(), Duration::ZERO);
         let first = c.view_for(1, &[&Oid::from_slice(&[1, 3])], true);
         let mut last = Oid::from_slice(&[1, 3, 0]);
-        c.note_returned(1, 0, &last);
+        c.note_returned(1, 0, last.clone());
         write_fixture(&p, 2);
         // A long walk: each transaction continues from the one before.
         for txn in 2..10_000u32 {
             let v = c.view_for(txn, &[&last], true);
             assert!(Arc::ptr_eq(&v, &first));
             last = Oid::from_slice(&[1, 3, txn]);
-            c.note_returned(txn, 0, &last);
+            c.note_returned(txn, 0, last.clone());
         }
         assert!(c.pinned() <= 2, "{} pins for one walk", c.pinned());
         assert!(
@@ -535,14 +533,14 @@ mod tests {
         let y = Oid::from_slice(&[1, 3, 2]);
         // Walker A: transaction 1 stops at x, transaction 2 continues from x and stops at y.
         let a = c.view_for(1, &[&Oid::from_slice(&[1, 3])], true);
-        c.note_returned(1, 0, &x);
+        c.note_returned(1, 0, x.clone());
         c.view_for(2, &[&x], true);
-        c.note_returned(2, 0, &y);
+        c.note_returned(2, 0, y.clone());
         // Walker B, on a newer snapshot, stops at x too (transaction 10).
         write_fixture(&p, 2);
         let b = c.view_for(10, &[&Oid::from_slice(&[1, 2])], true);
         assert!(!Arc::ptr_eq(&a, &b));
-        c.note_returned(10, 0, &x);
+        c.note_returned(10, 0, x.clone());
         // A moves on from y; B's continuation at x must survive it.
         assert!(Arc::ptr_eq(&c.view_for(3, &[&y], true), &a));
         assert!(Arc::ptr_eq(&c.view_for(11, &[&x], true), &b));

@@ -1,7 +1,7 @@
 //! Shared helpers for the benchmarks (included with `#[path]`, not a bench of its own).
 #![allow(dead_code)]
 
-use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
+use memstat_agentx::memstat::{Allocator, MemoryType, Snapshot};
 use memstat_agentx::mib::{DaemonStatus, MibView, SourceStatus, MEMSTAT_MIB_ROOT};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
@@ -21,39 +21,12 @@ pub fn size(n: usize, cap: usize) -> usize {
     }
 }
 
+#[path = "../../tests/support/full_type.rs"]
+mod shared;
+
 /// A UMA-like type with every memTypeTable column present and two per-CPU rows.
 pub fn full_type(i: usize) -> MemoryType {
-    let seed = i as u64;
-    let big = (1u64 << 33) + seed;
-    let mut t = MemoryType::new(Allocator::Uma, format!("zone-{i:06}"));
-    t.size = Some(256 + seed);
-    t.real_size = Some(272 + seed);
-    t.count_limit = Some(1000 + seed);
-    t.bytes_limit = Some(big * 3);
-    t.in_use_count = Some(10 + seed);
-    t.in_use_bytes = Some(big * 2);
-    t.free_count = Some(5 + seed);
-    t.total_count = Some(15 + seed);
-    t.allocs = Some(big + 7);
-    t.frees = Some(big);
-    t.bytes_allocated = Some(big * 5);
-    t.bytes_freed = Some(big * 4);
-    t.failures = Some(seed);
-    t.sleeps = Some(seed + 1);
-    t.xdomain = Some(seed + 2);
-    t.zone_free = Some(seed + 3);
-    t.keg_free = Some(seed + 4);
-    t.size_mask = Some(0x0102_0304_0506_0708 + seed);
-    t.slab_bytes = Some(big * 6);
-    t.per_cpu = (0..2)
-        .map(|cpu| PerCpu {
-            cpu,
-            allocs: Some(big + u64::from(cpu)),
-            frees: Some(seed),
-            cache_free: Some(3),
-        })
-        .collect();
-    t
+    shared::full_type(Allocator::Uma, &format!("zone-{i:06}"), i as u64)
 }
 
 /// A view of `n` full types with indexes 1..=n.

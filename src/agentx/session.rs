@@ -438,7 +438,7 @@ impl Subagent {
                 if !scalars_only {
                     for (i, (o, v)) in found.into_iter().enumerate() {
                         if v != Value::EndOfMibView {
-                            self.cache.note_returned(ids.1, i, &o);
+                            self.cache.note_returned(ids.1, i, o);
                         }
                     }
                 }
@@ -574,7 +574,7 @@ impl Subagent {
             w.finish();
         }
         for (i, o) in last {
-            self.cache.note_returned(ids.1, i, &o);
+            self.cache.note_returned(ids.1, i, o);
         }
     }
 }
