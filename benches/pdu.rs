@@ -2,7 +2,9 @@
 //! Response out (net-snmp turns a GetBulk into one GetNext per repetition).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use memstat_agentx::agentx::pdu::{Payload, Pdu, ResponseWriter, SearchRange, Value, VarBind};
+use memstat_agentx::agentx::pdu::{
+    HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, Value, VarBind,
+};
 use memstat_agentx::oid::Oid;
 
 #[path = "common/mod.rs"]
@@ -41,7 +43,7 @@ fn response_pdu() -> Pdu {
         99,
         Payload::Response {
             sys_uptime: 0,
-            error: 0,
+            error: ResError::NO_ERROR,
             index: 0,
             varbinds: vec![response_varbind()],
         },
@@ -80,7 +82,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("response_encode_writer", |b| {
         b.iter(|| {
             out.clear();
-            let mut w = ResponseWriter::begin(&mut out, 7, 1234, 99, 0, 0, 0);
+            let mut w = ResponseWriter::begin(
+                &mut out,
+                HeaderIds::new(7, 1234, 99),
+                0,
+                ResError::NO_ERROR,
+                0,
+            );
             w.push(black_box(&vb.name), black_box(&vb.value));
             w.finish()
         })

@@ -7,7 +7,7 @@
 //! GetNext per varbind, a new transactionID every 10 varbinds (max-repetitions 10).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memstat_agentx::agentx::pdu::{Payload, Pdu, ResponseWriter, SearchRange, Value};
+use memstat_agentx::agentx::pdu::{Payload, Pdu, ResError, ResponseWriter, SearchRange, Value};
 use memstat_agentx::cache::{Cache, CacheConfig};
 use memstat_agentx::index::IndexMap;
 use memstat_agentx::memstat::{fixture, Snapshot, Source, SourceKind};
@@ -62,7 +62,7 @@ fn handle(cache: &mut Cache, frame: &[u8], out: &mut Vec<u8>) {
         unreachable!()
     };
     let starts: Vec<&Oid> = ranges.iter().map(|r| &r.start).collect();
-    let view = cache.view_for(pdu.transaction_id, &starts, true);
+    let view = cache.view_for(pdu.ids.transaction_id, &starts, true);
     let mut found = Vec::with_capacity(ranges.len());
     {
         let status = || cache.status();
@@ -75,22 +75,14 @@ fn handle(cache: &mut Cache, frame: &[u8], out: &mut Vec<u8>) {
             );
         }
     }
-    let mut w = ResponseWriter::begin(
-        out,
-        pdu.session_id,
-        pdu.transaction_id,
-        pdu.packet_id,
-        0,
-        0,
-        0,
-    );
+    let mut w = ResponseWriter::begin(out, pdu.ids, 0, ResError::NO_ERROR, 0);
     for (o, v) in &found {
         w.push(o, v);
     }
     w.finish();
     for (i, (o, v)) in found.into_iter().enumerate() {
         if v != Value::EndOfMibView {
-            cache.note_returned(pdu.transaction_id, i, o);
+            cache.note_returned(pdu.ids.transaction_id, i, o);
         }
     }
 }

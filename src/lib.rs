@@ -2,6 +2,7 @@
 //!
 //! - [`memstat`]: the snapshot model and its sources (Linux slab, FreeBSD UMA and malloc, fixture).
 //! - [`mib`]: the MEMSTAT-MIB layout, from a snapshot to ordered objects.
+//! - [`value`]: VarBind values, shared by the MIB and the codec.
 //! - [`agentx`]: the RFC 2741 codec and the subagent session.
 //! - [`cache`]: snapshots, on-demand refresh and walk pinning.
 //! - [`config`], [`logging`], [`privdrop`]: running as a service.
@@ -15,3 +16,4 @@ pub mod mib;
 pub mod oid;
 pub mod privdrop;
 pub mod report;
+pub mod value;

@@ -7,9 +7,9 @@
 //! memTypeIndex and, per column, lists the rows whose cell is present, so that GetNext is a
 //! binary search whatever the table size and absent cells are skipped without scanning.
 
-use crate::agentx::pdu::Value;
 use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
 use crate::oid::Oid;
+use crate::value::Value;
 use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 

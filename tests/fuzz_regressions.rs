@@ -12,7 +12,9 @@
 mod entry_points;
 
 use entry_points::TARGETS;
-use memstat_agentx::agentx::pdu::{Payload, Pdu, SearchRange, Value, VarBind};
+use memstat_agentx::agentx::pdu::{
+    CloseReason, Payload, Pdu, ResError, SearchRange, Value, VarBind,
+};
 use memstat_agentx::memstat::{fixture, Allocator, MemoryType, PerCpu, Snapshot};
 use memstat_agentx::oid::Oid;
 use std::path::{Path, PathBuf};
@@ -271,7 +273,14 @@ fn pdu_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("ping", frame(&Pdu::new(1, 0, 10, Payload::Ping))),
         (
             "close",
-            frame(&Pdu::new(1, 0, 11, Payload::Close { reason: 5 })),
+            frame(&Pdu::new(
+                1,
+                0,
+                11,
+                Payload::Close {
+                    reason: CloseReason::SHUTDOWN,
+                },
+            )),
         ),
         (
             "addagentcaps",
@@ -293,7 +302,7 @@ fn pdu_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 13,
                 Payload::Response {
                     sys_uptime: 123456,
-                    error: 0,
+                    error: ResError::NO_ERROR,
                     index: 0,
                     varbinds: all_values,
                 },

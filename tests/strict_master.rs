@@ -5,7 +5,7 @@
 #[path = "support/strict_master.rs"]
 mod support;
 
-use memstat_agentx::agentx::pdu::{Payload, Pdu, VarBind};
+use memstat_agentx::agentx::pdu::{CloseReason, Payload, Pdu, VarBind};
 use memstat_agentx::oid::Oid;
 use std::time::{Duration, Instant};
 use support::*;
@@ -723,7 +723,15 @@ fn master_close_pdu_ends_in_reconnect() {
     let (mut d, mut c) = started();
     let mut b = Vec::new();
     let (txn, packet) = c.packet_ids();
-    Pdu::new(c.session, txn, packet, Payload::Close { reason: 2 }).encode(&mut b);
+    Pdu::new(
+        c.session,
+        txn,
+        packet,
+        Payload::Close {
+            reason: CloseReason::PARSE_ERROR,
+        },
+    )
+    .encode(&mut b);
     c.send_raw(&b);
     let mut c = expect_reconnect(&mut d, c, SHORT);
     still_serving(&mut d, &mut c);

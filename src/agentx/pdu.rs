@@ -15,6 +15,7 @@
 use std::fmt;
 
 use crate::oid::{Oid, MAX_SUBIDS};
+pub use crate::value::{Value, VarBind};
 
 /// Size of the fixed AgentX header.
 pub const HEADER_LEN: usize = 20;
@@ -32,171 +33,182 @@ pub mod flags {
     pub const NETWORK_BYTE_ORDER: u8 = 0x10;
 }
 
-/// PDU type codes (RFC 2741 §6.1).
-pub mod pdu_type {
-    pub const OPEN: u8 = 1;
-    pub const CLOSE: u8 = 2;
-    pub const REGISTER: u8 = 3;
-    pub const UNREGISTER: u8 = 4;
-    pub const GET: u8 = 5;
-    pub const GET_NEXT: u8 = 6;
-    pub const GET_BULK: u8 = 7;
-    pub const TEST_SET: u8 = 8;
-    pub const COMMIT_SET: u8 = 9;
-    pub const UNDO_SET: u8 = 10;
-    pub const CLEANUP_SET: u8 = 11;
-    pub const NOTIFY: u8 = 12;
-    pub const PING: u8 = 13;
-    pub const INDEX_ALLOCATE: u8 = 14;
-    pub const INDEX_DEALLOCATE: u8 = 15;
-    pub const ADD_AGENT_CAPS: u8 = 16;
-    pub const REMOVE_AGENT_CAPS: u8 = 17;
-    pub const RESPONSE: u8 = 18;
-
-    /// Human-readable name of a PDU type, for logs.
-    pub fn name(t: u8) -> &'static str {
-        match t {
-            OPEN => "Open",
-            CLOSE => "Close",
-            REGISTER => "Register",
-            UNREGISTER => "Unregister",
-            GET => "Get",
-            GET_NEXT => "GetNext",
-            GET_BULK => "GetBulk",
-            TEST_SET => "TestSet",
-            COMMIT_SET => "CommitSet",
-            UNDO_SET => "UndoSet",
-            CLEANUP_SET => "CleanupSet",
-            NOTIFY => "Notify",
-            PING => "Ping",
-            INDEX_ALLOCATE => "IndexAllocate",
-            INDEX_DEALLOCATE => "IndexDeallocate",
-            ADD_AGENT_CAPS => "AddAgentCaps",
-            REMOVE_AGENT_CAPS => "RemoveAgentCaps",
-            RESPONSE => "Response",
-            _ => "unknown",
+/// Defines an open code type: a newtype over the wire integer, so values this codec has no
+/// name for still decode, round-trip and show up in logs with their number.
+macro_rules! code_type {
+    (
+        $(#[$meta:meta])*
+        $ty:ident($repr:ty) {
+            $($(#[$cmeta:meta])* $konst:ident = $val:literal => $name:literal,)*
         }
-    }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct $ty(pub $repr);
 
+        impl $ty {
+            $($(#[$cmeta])* pub const $konst: $ty = $ty($val);)*
+
+            /// The RFC name, for logs (`"unknown"` for a code without one).
+            pub fn name(self) -> &'static str {
+                self.known_name().unwrap_or("unknown")
+            }
+
+            fn known_name(self) -> Option<&'static str> {
+                match self {
+                    $($ty::$konst => Some($name),)*
+                    _ => None,
+                }
+            }
+        }
+
+        /// The RFC name; a code without one shows its number, e.g. `unknown(99)`.
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.known_name() {
+                    Some(name) => f.write_str(name),
+                    None => write!(f, "unknown({})", self.0),
+                }
+            }
+        }
+    };
+}
+
+code_type! {
+    /// `h.type`: the PDU type (RFC 2741 §6.1).
+    PduType(u8) {
+        OPEN = 1 => "Open",
+        CLOSE = 2 => "Close",
+        REGISTER = 3 => "Register",
+        UNREGISTER = 4 => "Unregister",
+        GET = 5 => "Get",
+        GET_NEXT = 6 => "GetNext",
+        GET_BULK = 7 => "GetBulk",
+        TEST_SET = 8 => "TestSet",
+        COMMIT_SET = 9 => "CommitSet",
+        UNDO_SET = 10 => "UndoSet",
+        CLEANUP_SET = 11 => "CleanupSet",
+        NOTIFY = 12 => "Notify",
+        PING = 13 => "Ping",
+        INDEX_ALLOCATE = 14 => "IndexAllocate",
+        INDEX_DEALLOCATE = 15 => "IndexDeallocate",
+        ADD_AGENT_CAPS = 16 => "AddAgentCaps",
+        REMOVE_AGENT_CAPS = 17 => "RemoveAgentCaps",
+        RESPONSE = 18 => "Response",
+    }
+}
+
+impl PduType {
     /// True for the 18 types RFC 2741 defines.
-    pub fn is_known(t: u8) -> bool {
-        (OPEN..=RESPONSE).contains(&t)
+    pub fn is_known(self) -> bool {
+        (PduType::OPEN.0..=PduType::RESPONSE.0).contains(&self.0)
     }
 }
 
-/// `res.error` values: SNMP error-status codes (RFC 3416) and AgentX codes (RFC 2741 §6.2.16).
-pub mod res_error {
-    pub const NO_ERROR: u16 = 0;
-    pub const TOO_BIG: u16 = 1;
-    pub const NO_SUCH_NAME: u16 = 2;
-    pub const BAD_VALUE: u16 = 3;
-    pub const READ_ONLY: u16 = 4;
-    pub const GEN_ERR: u16 = 5;
-    pub const NO_ACCESS: u16 = 6;
-    pub const WRONG_TYPE: u16 = 7;
-    pub const WRONG_LENGTH: u16 = 8;
-    pub const WRONG_ENCODING: u16 = 9;
-    pub const WRONG_VALUE: u16 = 10;
-    pub const NO_CREATION: u16 = 11;
-    pub const INCONSISTENT_VALUE: u16 = 12;
-    pub const RESOURCE_UNAVAILABLE: u16 = 13;
-    pub const COMMIT_FAILED: u16 = 14;
-    pub const UNDO_FAILED: u16 = 15;
-    pub const AUTHORIZATION_ERROR: u16 = 16;
-    pub const NOT_WRITABLE: u16 = 17;
-    pub const INCONSISTENT_NAME: u16 = 18;
-    pub const OPEN_FAILED: u16 = 256;
-    pub const NOT_OPEN: u16 = 257;
-    pub const INDEX_WRONG_TYPE: u16 = 258;
-    pub const INDEX_ALREADY_ALLOCATED: u16 = 259;
-    pub const INDEX_NONE_AVAILABLE: u16 = 260;
-    pub const INDEX_NOT_ALLOCATED: u16 = 261;
-    pub const UNSUPPORTED_CONTEXT: u16 = 262;
-    pub const DUPLICATE_REGISTRATION: u16 = 263;
-    pub const UNKNOWN_REGISTRATION: u16 = 264;
-    pub const UNKNOWN_AGENT_CAPS: u16 = 265;
-    pub const PARSE_ERROR: u16 = 266;
-    pub const REQUEST_DENIED: u16 = 267;
-    pub const PROCESSING_ERROR: u16 = 268;
+code_type! {
+    /// `res.error`: SNMP error-status codes (RFC 3416) and AgentX codes (RFC 2741 §6.2.16).
+    ResError(u16) {
+        NO_ERROR = 0 => "noError",
+        TOO_BIG = 1 => "tooBig",
+        NO_SUCH_NAME = 2 => "noSuchName",
+        BAD_VALUE = 3 => "badValue",
+        READ_ONLY = 4 => "readOnly",
+        GEN_ERR = 5 => "genErr",
+        NO_ACCESS = 6 => "noAccess",
+        WRONG_TYPE = 7 => "wrongType",
+        WRONG_LENGTH = 8 => "wrongLength",
+        WRONG_ENCODING = 9 => "wrongEncoding",
+        WRONG_VALUE = 10 => "wrongValue",
+        NO_CREATION = 11 => "noCreation",
+        INCONSISTENT_VALUE = 12 => "inconsistentValue",
+        RESOURCE_UNAVAILABLE = 13 => "resourceUnavailable",
+        COMMIT_FAILED = 14 => "commitFailed",
+        UNDO_FAILED = 15 => "undoFailed",
+        AUTHORIZATION_ERROR = 16 => "authorizationError",
+        NOT_WRITABLE = 17 => "notWritable",
+        INCONSISTENT_NAME = 18 => "inconsistentName",
+        OPEN_FAILED = 256 => "openFailed",
+        NOT_OPEN = 257 => "notOpen",
+        INDEX_WRONG_TYPE = 258 => "indexWrongType",
+        INDEX_ALREADY_ALLOCATED = 259 => "indexAlreadyAllocated",
+        INDEX_NONE_AVAILABLE = 260 => "indexNoneAvailable",
+        INDEX_NOT_ALLOCATED = 261 => "indexNotAllocated",
+        UNSUPPORTED_CONTEXT = 262 => "unsupportedContext",
+        DUPLICATE_REGISTRATION = 263 => "duplicateRegistration",
+        UNKNOWN_REGISTRATION = 264 => "unknownRegistration",
+        UNKNOWN_AGENT_CAPS = 265 => "unknownAgentCaps",
+        PARSE_ERROR = 266 => "parseError",
+        REQUEST_DENIED = 267 => "requestDenied",
+        PROCESSING_ERROR = 268 => "processingError",
+    }
+}
 
-    /// The MIB/RFC name of an error code, for logs (`"unknown"` for anything else).
-    pub fn name(code: u16) -> &'static str {
-        match code {
-            NO_ERROR => "noError",
-            TOO_BIG => "tooBig",
-            NO_SUCH_NAME => "noSuchName",
-            BAD_VALUE => "badValue",
-            READ_ONLY => "readOnly",
-            GEN_ERR => "genErr",
-            NO_ACCESS => "noAccess",
-            WRONG_TYPE => "wrongType",
-            WRONG_LENGTH => "wrongLength",
-            WRONG_ENCODING => "wrongEncoding",
-            WRONG_VALUE => "wrongValue",
-            NO_CREATION => "noCreation",
-            INCONSISTENT_VALUE => "inconsistentValue",
-            RESOURCE_UNAVAILABLE => "resourceUnavailable",
-            COMMIT_FAILED => "commitFailed",
-            UNDO_FAILED => "undoFailed",
-            AUTHORIZATION_ERROR => "authorizationError",
-            NOT_WRITABLE => "notWritable",
-            INCONSISTENT_NAME => "inconsistentName",
-            OPEN_FAILED => "openFailed",
-            NOT_OPEN => "notOpen",
-            INDEX_WRONG_TYPE => "indexWrongType",
-            INDEX_ALREADY_ALLOCATED => "indexAlreadyAllocated",
-            INDEX_NONE_AVAILABLE => "indexNoneAvailable",
-            INDEX_NOT_ALLOCATED => "indexNotAllocated",
-            UNSUPPORTED_CONTEXT => "unsupportedContext",
-            DUPLICATE_REGISTRATION => "duplicateRegistration",
-            UNKNOWN_REGISTRATION => "unknownRegistration",
-            UNKNOWN_AGENT_CAPS => "unknownAgentCaps",
-            PARSE_ERROR => "parseError",
-            REQUEST_DENIED => "requestDenied",
-            PROCESSING_ERROR => "processingError",
-            _ => "unknown",
+code_type! {
+    /// `c.reason`: why a session is closed (RFC 2741 §6.2.2).
+    CloseReason(u8) {
+        OTHER = 1 => "other",
+        PARSE_ERROR = 2 => "parseError",
+        PROTOCOL_ERROR = 3 => "protocolError",
+        TIMEOUTS = 4 => "timeouts",
+        SHUTDOWN = 5 => "shutdown",
+        BY_MANAGER = 6 => "byManager",
+    }
+}
+
+code_type! {
+    /// `v.type`: the kind of a VarBind's value (RFC 2741 §5.4).
+    ValueType(u16) {
+        INTEGER = 2 => "Integer",
+        OCTET_STRING = 4 => "OctetString",
+        NULL = 5 => "Null",
+        OBJECT_IDENTIFIER = 6 => "ObjectIdentifier",
+        IP_ADDRESS = 64 => "IpAddress",
+        COUNTER32 = 65 => "Counter32",
+        GAUGE32 = 66 => "Gauge32",
+        TIME_TICKS = 67 => "TimeTicks",
+        OPAQUE = 68 => "Opaque",
+        COUNTER64 = 70 => "Counter64",
+        NO_SUCH_OBJECT = 128 => "noSuchObject",
+        NO_SUCH_INSTANCE = 129 => "noSuchInstance",
+        END_OF_MIB_VIEW = 130 => "endOfMibView",
+    }
+}
+
+/// The `v.type` code that carries `v` on the wire.
+pub fn value_type(v: &Value) -> ValueType {
+    match v {
+        Value::Integer(_) => ValueType::INTEGER,
+        Value::OctetString(_) => ValueType::OCTET_STRING,
+        Value::Null => ValueType::NULL,
+        Value::ObjectIdentifier(_) => ValueType::OBJECT_IDENTIFIER,
+        Value::IpAddress(_) => ValueType::IP_ADDRESS,
+        Value::Counter32(_) => ValueType::COUNTER32,
+        Value::Gauge32(_) => ValueType::GAUGE32,
+        Value::TimeTicks(_) => ValueType::TIME_TICKS,
+        Value::Opaque(_) => ValueType::OPAQUE,
+        Value::Counter64(_) => ValueType::COUNTER64,
+        Value::NoSuchObject => ValueType::NO_SUCH_OBJECT,
+        Value::NoSuchInstance => ValueType::NO_SUCH_INSTANCE,
+        Value::EndOfMibView => ValueType::END_OF_MIB_VIEW,
+    }
+}
+
+/// The three header IDs (RFC 2741 §6.1), which a Response echoes from its request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HeaderIds {
+    pub session_id: u32,
+    pub transaction_id: u32,
+    pub packet_id: u32,
+}
+
+impl HeaderIds {
+    pub const fn new(session_id: u32, transaction_id: u32, packet_id: u32) -> HeaderIds {
+        HeaderIds {
+            session_id,
+            transaction_id,
+            packet_id,
         }
     }
-}
-
-/// Close PDU reasons (RFC 2741 §6.2.2).
-pub mod close_reason {
-    pub const OTHER: u8 = 1;
-    pub const PARSE_ERROR: u8 = 2;
-    pub const PROTOCOL_ERROR: u8 = 3;
-    pub const TIMEOUTS: u8 = 4;
-    pub const SHUTDOWN: u8 = 5;
-    pub const BY_MANAGER: u8 = 6;
-
-    /// Name of a close reason, for logs.
-    pub fn name(r: u8) -> &'static str {
-        match r {
-            OTHER => "other",
-            PARSE_ERROR => "parseError",
-            PROTOCOL_ERROR => "protocolError",
-            TIMEOUTS => "timeouts",
-            SHUTDOWN => "shutdown",
-            BY_MANAGER => "byManager",
-            _ => "unknown",
-        }
-    }
-}
-
-/// VarBind `v.type` codes (RFC 2741 §5.4).
-pub mod value_type {
-    pub const INTEGER: u16 = 2;
-    pub const OCTET_STRING: u16 = 4;
-    pub const NULL: u16 = 5;
-    pub const OBJECT_IDENTIFIER: u16 = 6;
-    pub const IP_ADDRESS: u16 = 64;
-    pub const COUNTER32: u16 = 65;
-    pub const GAUGE32: u16 = 66;
-    pub const TIME_TICKS: u16 = 67;
-    pub const OPAQUE: u16 = 68;
-    pub const COUNTER64: u16 = 70;
-    pub const NO_SUCH_OBJECT: u16 = 128;
-    pub const NO_SUCH_INSTANCE: u16 = 129;
-    pub const END_OF_MIB_VIEW: u16 = 130;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,9 +303,9 @@ impl fmt::Display for DecodeError {
                 self.kind.as_str(),
                 self.what,
                 self.offset,
-                pdu_type::name(h.pdu_type),
-                h.pdu_type,
-                h.packet_id
+                h.pdu_type.name(),
+                h.pdu_type.0,
+                h.ids.packet_id
             ),
         }
     }
@@ -309,11 +321,9 @@ impl std::error::Error for DecodeError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
     pub version: u8,
-    pub pdu_type: u8,
+    pub pdu_type: PduType,
     pub flags: u8,
-    pub session_id: u32,
-    pub transaction_id: u32,
-    pub packet_id: u32,
+    pub ids: HeaderIds,
     pub payload_length: u32,
 }
 
@@ -352,11 +362,13 @@ impl Header {
         };
         let header = Header {
             version: h[0],
-            pdu_type: h[1],
+            pdu_type: PduType(h[1]),
             flags: h[2],
-            session_id: word(4),
-            transaction_id: word(8),
-            packet_id: word(12),
+            ids: HeaderIds {
+                session_id: word(4),
+                transaction_id: word(8),
+                packet_id: word(12),
+            },
             payload_length: word(16),
         };
         if header.payload_length as u64 > MAX_PAYLOAD as u64 {
@@ -387,60 +399,6 @@ impl Header {
 // Data model
 // ---------------------------------------------------------------------------------------------
 
-/// A VarBind value (RFC 2741 §5.4).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Value {
-    Integer(i32),
-    OctetString(Vec<u8>),
-    Null,
-    ObjectIdentifier(Oid),
-    IpAddress([u8; 4]),
-    Counter32(u32),
-    Gauge32(u32),
-    TimeTicks(u32),
-    Opaque(Vec<u8>),
-    Counter64(u64),
-    NoSuchObject,
-    NoSuchInstance,
-    EndOfMibView,
-}
-
-impl Value {
-    /// The `v.type` code of this value.
-    pub fn type_code(&self) -> u16 {
-        match self {
-            Value::Integer(_) => value_type::INTEGER,
-            Value::OctetString(_) => value_type::OCTET_STRING,
-            Value::Null => value_type::NULL,
-            Value::ObjectIdentifier(_) => value_type::OBJECT_IDENTIFIER,
-            Value::IpAddress(_) => value_type::IP_ADDRESS,
-            Value::Counter32(_) => value_type::COUNTER32,
-            Value::Gauge32(_) => value_type::GAUGE32,
-            Value::TimeTicks(_) => value_type::TIME_TICKS,
-            Value::Opaque(_) => value_type::OPAQUE,
-            Value::Counter64(_) => value_type::COUNTER64,
-            Value::NoSuchObject => value_type::NO_SUCH_OBJECT,
-            Value::NoSuchInstance => value_type::NO_SUCH_INSTANCE,
-            Value::EndOfMibView => value_type::END_OF_MIB_VIEW,
-        }
-    }
-
-    /// True for noSuchObject, noSuchInstance and endOfMibView.
-    pub fn is_exception(&self) -> bool {
-        matches!(
-            self,
-            Value::NoSuchObject | Value::NoSuchInstance | Value::EndOfMibView
-        )
-    }
-}
-
-/// A VarBind: name and value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VarBind {
-    pub name: Oid,
-    pub value: Value,
-}
-
 /// A SearchRange (RFC 2741 §5.2). A null `end` means "no upper bound"; the end is exclusive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchRange {
@@ -458,7 +416,7 @@ pub enum Payload {
         descr: Vec<u8>,
     },
     Close {
-        reason: u8,
+        reason: CloseReason,
     },
     /// `upper_bound` is encoded iff `range_subid != 0` (and then `None` encodes as 0).
     Register {
@@ -512,7 +470,7 @@ pub enum Payload {
     /// `sys_uptime` is in hundredths of a second, kept as the raw u32.
     Response {
         sys_uptime: u32,
-        error: u16,
+        error: ResError,
         index: u16,
         varbinds: Vec<VarBind>,
     },
@@ -520,26 +478,26 @@ pub enum Payload {
 
 impl Payload {
     /// The `h.type` code for this payload.
-    pub fn pdu_type(&self) -> u8 {
+    pub fn pdu_type(&self) -> PduType {
         match self {
-            Payload::Open { .. } => pdu_type::OPEN,
-            Payload::Close { .. } => pdu_type::CLOSE,
-            Payload::Register { .. } => pdu_type::REGISTER,
-            Payload::Unregister { .. } => pdu_type::UNREGISTER,
-            Payload::Get { .. } => pdu_type::GET,
-            Payload::GetNext { .. } => pdu_type::GET_NEXT,
-            Payload::GetBulk { .. } => pdu_type::GET_BULK,
-            Payload::TestSet { .. } => pdu_type::TEST_SET,
-            Payload::CommitSet => pdu_type::COMMIT_SET,
-            Payload::UndoSet => pdu_type::UNDO_SET,
-            Payload::CleanupSet => pdu_type::CLEANUP_SET,
-            Payload::Notify { .. } => pdu_type::NOTIFY,
-            Payload::Ping => pdu_type::PING,
-            Payload::IndexAllocate { .. } => pdu_type::INDEX_ALLOCATE,
-            Payload::IndexDeallocate { .. } => pdu_type::INDEX_DEALLOCATE,
-            Payload::AddAgentCaps { .. } => pdu_type::ADD_AGENT_CAPS,
-            Payload::RemoveAgentCaps { .. } => pdu_type::REMOVE_AGENT_CAPS,
-            Payload::Response { .. } => pdu_type::RESPONSE,
+            Payload::Open { .. } => PduType::OPEN,
+            Payload::Close { .. } => PduType::CLOSE,
+            Payload::Register { .. } => PduType::REGISTER,
+            Payload::Unregister { .. } => PduType::UNREGISTER,
+            Payload::Get { .. } => PduType::GET,
+            Payload::GetNext { .. } => PduType::GET_NEXT,
+            Payload::GetBulk { .. } => PduType::GET_BULK,
+            Payload::TestSet { .. } => PduType::TEST_SET,
+            Payload::CommitSet => PduType::COMMIT_SET,
+            Payload::UndoSet => PduType::UNDO_SET,
+            Payload::CleanupSet => PduType::CLEANUP_SET,
+            Payload::Notify { .. } => PduType::NOTIFY,
+            Payload::Ping => PduType::PING,
+            Payload::IndexAllocate { .. } => PduType::INDEX_ALLOCATE,
+            Payload::IndexDeallocate { .. } => PduType::INDEX_DEALLOCATE,
+            Payload::AddAgentCaps { .. } => PduType::ADD_AGENT_CAPS,
+            Payload::RemoveAgentCaps { .. } => PduType::REMOVE_AGENT_CAPS,
+            Payload::Response { .. } => PduType::RESPONSE,
         }
     }
 }
@@ -552,9 +510,7 @@ impl Payload {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pdu {
     pub flags: u8,
-    pub session_id: u32,
-    pub transaction_id: u32,
-    pub packet_id: u32,
+    pub ids: HeaderIds,
     pub context: Option<Vec<u8>>,
     pub payload: Payload,
 }
@@ -564,18 +520,24 @@ const CODEC_FLAGS: u8 = flags::NETWORK_BYTE_ORDER | flags::NON_DEFAULT_CONTEXT;
 impl Pdu {
     /// A PDU with no extra flags and the default context.
     pub fn new(session_id: u32, transaction_id: u32, packet_id: u32, payload: Payload) -> Pdu {
+        Pdu::with_ids(
+            HeaderIds::new(session_id, transaction_id, packet_id),
+            payload,
+        )
+    }
+
+    /// [`Pdu::new`] for IDs already grouped, e.g. echoed from a request.
+    pub fn with_ids(ids: HeaderIds, payload: Payload) -> Pdu {
         Pdu {
             flags: 0,
-            session_id,
-            transaction_id,
-            packet_id,
+            ids,
             context: None,
             payload,
         }
     }
 
     /// The `h.type` code for this PDU.
-    pub fn pdu_type(&self) -> u8 {
+    pub fn pdu_type(&self) -> PduType {
         self.payload.pdu_type()
     }
 
@@ -597,7 +559,7 @@ impl Pdu {
             be: h.network_byte_order(),
             header: h,
         };
-        if !pdu_type::is_known(h.pdu_type) {
+        if !h.pdu_type.is_known() {
             return Err(r.err(DecodeErrorKind::UnknownPduType, 0, "h.type"));
         }
         let context = if h.flags & flags::NON_DEFAULT_CONTEXT != 0 {
@@ -611,9 +573,7 @@ impl Pdu {
         }
         Ok(Pdu {
             flags: h.flags & !CODEC_FLAGS,
-            session_id: h.session_id,
-            transaction_id: h.transaction_id,
-            packet_id: h.packet_id,
+            ids: h.ids,
             context,
             payload,
         })
@@ -628,14 +588,7 @@ impl Pdu {
             fl |= flags::NON_DEFAULT_CONTEXT;
         }
         let start = out.len();
-        put_header(
-            out,
-            self.pdu_type(),
-            fl,
-            self.session_id,
-            self.transaction_id,
-            self.packet_id,
-        );
+        put_header(out, self.pdu_type(), fl, self.ids);
         if let Some(c) = &self.context {
             put_octets(out, c);
         }
@@ -645,7 +598,7 @@ impl Pdu {
                 put_oid(out, id, false);
                 put_octets(out, descr);
             }
-            Payload::Close { reason } => out.extend_from_slice(&[*reason, 0, 0, 0]),
+            Payload::Close { reason } => out.extend_from_slice(&[reason.0, 0, 0, 0]),
             Payload::Register {
                 timeout,
                 priority,
@@ -702,7 +655,7 @@ impl Pdu {
                 varbinds,
             } => {
                 put_u32(out, *sys_uptime);
-                put_u16(out, *error);
+                put_u16(out, error.0);
                 put_u16(out, *index);
                 for vb in varbinds {
                     put_varbind(out, &vb.name, &vb.value);
@@ -718,26 +671,15 @@ impl Pdu {
 // ---------------------------------------------------------------------------------------------
 
 /// Appends a Response frame (default context) without building a [`Pdu`].
-#[allow(clippy::too_many_arguments)]
 pub fn encode_response(
     out: &mut Vec<u8>,
-    session_id: u32,
-    transaction_id: u32,
-    packet_id: u32,
+    ids: HeaderIds,
     sys_uptime: u32,
-    error: u16,
+    error: ResError,
     index: u16,
     varbinds: &[VarBind],
 ) {
-    let mut w = ResponseWriter::begin(
-        out,
-        session_id,
-        transaction_id,
-        packet_id,
-        sys_uptime,
-        error,
-        index,
-    );
+    let mut w = ResponseWriter::begin(out, ids, sys_uptime, error, index);
     for vb in varbinds {
         w.push(&vb.name, &vb.value);
     }
@@ -766,24 +708,15 @@ impl<'a> ResponseWriter<'a> {
     /// Starts a Response frame at the end of `out`.
     pub fn begin(
         out: &'a mut Vec<u8>,
-        session_id: u32,
-        transaction_id: u32,
-        packet_id: u32,
+        ids: HeaderIds,
         sys_uptime: u32,
-        error: u16,
+        error: ResError,
         index: u16,
     ) -> ResponseWriter<'a> {
         let start = out.len();
-        put_header(
-            out,
-            pdu_type::RESPONSE,
-            flags::NETWORK_BYTE_ORDER,
-            session_id,
-            transaction_id,
-            packet_id,
-        );
+        put_header(out, PduType::RESPONSE, flags::NETWORK_BYTE_ORDER, ids);
         put_u32(out, sys_uptime);
-        put_u16(out, error);
+        put_u16(out, error.0);
         put_u16(out, index);
         patch_payload_length(out, start);
         ResponseWriter {
@@ -806,10 +739,10 @@ impl<'a> ResponseWriter<'a> {
     }
 
     /// Overwrites `res.error` and `res.index`.
-    pub fn set_error(&mut self, error: u16, index: u16) {
+    pub fn set_error(&mut self, error: ResError, index: u16) {
         let at = self.start + HEADER_LEN + 4;
         if let Some(s) = self.out.get_mut(at..at + 4) {
-            s[..2].copy_from_slice(&error.to_be_bytes());
+            s[..2].copy_from_slice(&error.0.to_be_bytes());
             s[2..].copy_from_slice(&index.to_be_bytes());
         }
     }
@@ -861,11 +794,11 @@ fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_be_bytes());
 }
 
-fn put_header(out: &mut Vec<u8>, t: u8, fl: u8, session: u32, transaction: u32, packet: u32) {
-    out.extend_from_slice(&[VERSION, t, fl, 0]);
-    put_u32(out, session);
-    put_u32(out, transaction);
-    put_u32(out, packet);
+fn put_header(out: &mut Vec<u8>, t: PduType, fl: u8, ids: HeaderIds) {
+    out.extend_from_slice(&[VERSION, t.0, fl, 0]);
+    put_u32(out, ids.session_id);
+    put_u32(out, ids.transaction_id);
+    put_u32(out, ids.packet_id);
     put_u32(out, 0); // payload_length, patched later
 }
 
@@ -911,7 +844,7 @@ fn put_ranges(out: &mut Vec<u8>, ranges: &[SearchRange]) {
 }
 
 fn put_varbind(out: &mut Vec<u8>, name: &Oid, value: &Value) {
-    put_u16(out, value.type_code());
+    put_u16(out, value_type(value).0);
     put_u16(out, 0);
     put_oid(out, name, false);
     match value {
@@ -1048,17 +981,17 @@ impl<'a> Reader<'a> {
 
     fn varbind(&mut self) -> Result<VarBind, DecodeError> {
         let at = self.pos;
-        let t = self.u16("v.type")?;
+        let t = ValueType(self.u16("v.type")?);
         self.take(2, "v.type")?; // reserved
         let (name, _) = self.oid("v.name")?;
         let value = match t {
-            value_type::INTEGER => Value::Integer(self.u32("v.data Integer")? as i32),
-            value_type::OCTET_STRING => Value::OctetString(self.octets("v.data OctetString")?),
-            value_type::NULL => Value::Null,
-            value_type::OBJECT_IDENTIFIER => {
+            ValueType::INTEGER => Value::Integer(self.u32("v.data Integer")? as i32),
+            ValueType::OCTET_STRING => Value::OctetString(self.octets("v.data OctetString")?),
+            ValueType::NULL => Value::Null,
+            ValueType::OBJECT_IDENTIFIER => {
                 Value::ObjectIdentifier(self.oid("v.data ObjectIdentifier")?.0)
             }
-            value_type::IP_ADDRESS => {
+            ValueType::IP_ADDRESS => {
                 let data_at = self.pos;
                 let d = self.octets("v.data IpAddress")?;
                 match <[u8; 4]>::try_from(d.as_slice()) {
@@ -1072,14 +1005,14 @@ impl<'a> Reader<'a> {
                     }
                 }
             }
-            value_type::COUNTER32 => Value::Counter32(self.u32("v.data Counter32")?),
-            value_type::GAUGE32 => Value::Gauge32(self.u32("v.data Gauge32")?),
-            value_type::TIME_TICKS => Value::TimeTicks(self.u32("v.data TimeTicks")?),
-            value_type::OPAQUE => Value::Opaque(self.octets("v.data Opaque")?),
-            value_type::COUNTER64 => Value::Counter64(self.u64("v.data Counter64")?),
-            value_type::NO_SUCH_OBJECT => Value::NoSuchObject,
-            value_type::NO_SUCH_INSTANCE => Value::NoSuchInstance,
-            value_type::END_OF_MIB_VIEW => Value::EndOfMibView,
+            ValueType::COUNTER32 => Value::Counter32(self.u32("v.data Counter32")?),
+            ValueType::GAUGE32 => Value::Gauge32(self.u32("v.data Gauge32")?),
+            ValueType::TIME_TICKS => Value::TimeTicks(self.u32("v.data TimeTicks")?),
+            ValueType::OPAQUE => Value::Opaque(self.octets("v.data Opaque")?),
+            ValueType::COUNTER64 => Value::Counter64(self.u64("v.data Counter64")?),
+            ValueType::NO_SUCH_OBJECT => Value::NoSuchObject,
+            ValueType::NO_SUCH_INSTANCE => Value::NoSuchInstance,
+            ValueType::END_OF_MIB_VIEW => Value::EndOfMibView,
             _ => return Err(self.err(DecodeErrorKind::BadValueType, at, "v.type")),
         };
         Ok(VarBind { name, value })
@@ -1102,19 +1035,21 @@ impl<'a> Reader<'a> {
     }
 
     /// The type-specific fields (after any context).
-    fn payload(&mut self, t: u8) -> Result<Payload, DecodeError> {
+    fn payload(&mut self, t: PduType) -> Result<Payload, DecodeError> {
         Ok(match t {
-            pdu_type::OPEN => {
+            PduType::OPEN => {
                 let [timeout, _, _, _] = self.array::<4>("o.timeout")?;
                 let (id, _) = self.oid("o.id")?;
                 let descr = self.octets("o.descr")?;
                 Payload::Open { timeout, id, descr }
             }
-            pdu_type::CLOSE => {
+            PduType::CLOSE => {
                 let [reason, _, _, _] = self.array::<4>("c.reason")?;
-                Payload::Close { reason }
+                Payload::Close {
+                    reason: CloseReason(reason),
+                }
             }
-            pdu_type::REGISTER => {
+            PduType::REGISTER => {
                 let [timeout, priority, range_subid, _] = self.array::<4>("r.timeout")?;
                 let (subtree, _) = self.oid("r.subtree")?;
                 let upper_bound = self.upper_bound(range_subid)?;
@@ -1126,7 +1061,7 @@ impl<'a> Reader<'a> {
                     upper_bound,
                 }
             }
-            pdu_type::UNREGISTER => {
+            PduType::UNREGISTER => {
                 let [_, priority, range_subid, _] = self.array::<4>("u.priority")?;
                 let (subtree, _) = self.oid("u.subtree")?;
                 let upper_bound = self.upper_bound(range_subid)?;
@@ -1137,13 +1072,13 @@ impl<'a> Reader<'a> {
                     upper_bound,
                 }
             }
-            pdu_type::GET => Payload::Get {
+            PduType::GET => Payload::Get {
                 ranges: self.ranges()?,
             },
-            pdu_type::GET_NEXT => Payload::GetNext {
+            PduType::GET_NEXT => Payload::GetNext {
                 ranges: self.ranges()?,
             },
-            pdu_type::GET_BULK => {
+            PduType::GET_BULK => {
                 let non_repeaters = self.u16("g.non_repeaters")?;
                 let max_repetitions = self.u16("g.max_repetitions")?;
                 Payload::GetBulk {
@@ -1152,34 +1087,34 @@ impl<'a> Reader<'a> {
                     ranges: self.ranges()?,
                 }
             }
-            pdu_type::TEST_SET => Payload::TestSet {
+            PduType::TEST_SET => Payload::TestSet {
                 varbinds: self.varbinds()?,
             },
-            pdu_type::COMMIT_SET => Payload::CommitSet,
-            pdu_type::UNDO_SET => Payload::UndoSet,
-            pdu_type::CLEANUP_SET => Payload::CleanupSet,
-            pdu_type::NOTIFY => Payload::Notify {
+            PduType::COMMIT_SET => Payload::CommitSet,
+            PduType::UNDO_SET => Payload::UndoSet,
+            PduType::CLEANUP_SET => Payload::CleanupSet,
+            PduType::NOTIFY => Payload::Notify {
                 varbinds: self.varbinds()?,
             },
-            pdu_type::PING => Payload::Ping,
-            pdu_type::INDEX_ALLOCATE => Payload::IndexAllocate {
+            PduType::PING => Payload::Ping,
+            PduType::INDEX_ALLOCATE => Payload::IndexAllocate {
                 varbinds: self.varbinds()?,
             },
-            pdu_type::INDEX_DEALLOCATE => Payload::IndexDeallocate {
+            PduType::INDEX_DEALLOCATE => Payload::IndexDeallocate {
                 varbinds: self.varbinds()?,
             },
-            pdu_type::ADD_AGENT_CAPS => {
+            PduType::ADD_AGENT_CAPS => {
                 let (id, _) = self.oid("a.id")?;
                 let descr = self.octets("a.descr")?;
                 Payload::AddAgentCaps { id, descr }
             }
-            pdu_type::REMOVE_AGENT_CAPS => {
+            PduType::REMOVE_AGENT_CAPS => {
                 let (id, _) = self.oid("a.id")?;
                 Payload::RemoveAgentCaps { id }
             }
-            pdu_type::RESPONSE => {
+            PduType::RESPONSE => {
                 let sys_uptime = self.u32("res.sysUpTime")?;
-                let error = self.u16("res.error")?;
+                let error = ResError(self.u16("res.error")?);
                 let index = self.u16("res.index")?;
                 Payload::Response {
                     sys_uptime,
@@ -1270,7 +1205,7 @@ mod tests {
     #[test]
     fn open() {
         check_exact(&OPEN_BE, &open_pdu());
-        assert_eq!(open_pdu().pdu_type(), pdu_type::OPEN);
+        assert_eq!(open_pdu().pdu_type(), PduType::OPEN);
     }
 
     #[test]
@@ -1296,8 +1231,8 @@ mod tests {
             b't', b'a', b't', 0x00, //   + 1 pad
         ];
         let mut want = open_pdu();
-        want.session_id = 0x0A0B_0C0D;
-        want.transaction_id = 0x0102_0304;
+        want.ids.session_id = 0x0A0B_0C0D;
+        want.ids.transaction_id = 0x0102_0304;
         let h = Header::decode(le).unwrap();
         assert!(!h.network_byte_order());
         assert_eq!(h.payload_length, 52);
@@ -1327,7 +1262,7 @@ mod tests {
             0,
             9,
             Payload::Close {
-                reason: close_reason::SHUTDOWN,
+                reason: CloseReason::SHUTDOWN,
             },
         );
         check_exact(bytes, &pdu);
@@ -1353,9 +1288,7 @@ mod tests {
         ];
         let pdu = Pdu {
             flags: flags::INSTANCE_REGISTRATION,
-            session_id: 7,
-            transaction_id: 0,
-            packet_id: 10,
+            ids: HeaderIds::new(7, 0, 10),
             context: Some(b"ctx1".to_vec()),
             payload: Payload::Register {
                 timeout: 10,
@@ -1496,9 +1429,7 @@ mod tests {
         ];
         let pdu = Pdu {
             flags: 0,
-            session_id: 7,
-            transaction_id: 257,
-            packet_id: 14,
+            ids: HeaderIds::new(7, 257, 14),
             context: Some(b"ctx1".to_vec()),
             payload: Payload::GetNext {
                 ranges: vec![
@@ -1941,7 +1872,7 @@ mod tests {
             27,
             Payload::Response {
                 sys_uptime: 0xFFFF_FFFF,
-                error: res_error::NO_ERROR,
+                error: ResError::NO_ERROR,
                 index: 0,
                 varbinds: all_values(),
             },
@@ -1950,11 +1881,24 @@ mod tests {
 
         // The hot path produces the same bytes.
         let mut out = Vec::new();
-        encode_response(&mut out, 7, 256, 27, 0xFFFF_FFFF, 0, 0, &all_values());
+        encode_response(
+            &mut out,
+            HeaderIds::new(7, 256, 27),
+            0xFFFF_FFFF,
+            ResError::NO_ERROR,
+            0,
+            &all_values(),
+        );
         assert_eq!(out, RESPONSE_ALL_VALUES);
 
         let mut out = vec![0xAA; 3];
-        let mut w = ResponseWriter::begin(&mut out, 7, 256, 27, 0xFFFF_FFFF, 0, 0);
+        let mut w = ResponseWriter::begin(
+            &mut out,
+            HeaderIds::new(7, 256, 27),
+            0xFFFF_FFFF,
+            ResError::NO_ERROR,
+            0,
+        );
         for v in all_values() {
             w.push_varbind(&v);
         }
@@ -1963,7 +1907,10 @@ mod tests {
         assert_eq!(w.finish(), 364);
         assert_eq!(&out[3..], &RESPONSE_ALL_VALUES[..]);
 
-        let types: Vec<u16> = all_values().iter().map(|v| v.value.type_code()).collect();
+        let types: Vec<u16> = all_values()
+            .iter()
+            .map(|v| value_type(&v.value).0)
+            .collect();
         assert_eq!(
             types,
             [2, 4, 5, 6, 64, 65, 66, 67, 68, 70, 128, 129, 130],
@@ -1995,35 +1942,48 @@ mod tests {
             16,
             Payload::Response {
                 sys_uptime: 0,
-                error: res_error::NOT_WRITABLE,
+                error: ResError::NOT_WRITABLE,
                 index: 1,
                 varbinds: vbs.clone(),
             },
         );
         check_exact(bytes, &pdu);
         let mut out = Vec::new();
-        encode_response(&mut out, 7, 259, 16, 0, 17, 1, &vbs);
+        encode_response(
+            &mut out,
+            HeaderIds::new(7, 259, 16),
+            0,
+            ResError(17),
+            1,
+            &vbs,
+        );
         assert_eq!(out, bytes);
 
         // genErr: written with a ResponseWriter, error set after the varbinds.
         let mut out = Vec::new();
-        let mut w = ResponseWriter::begin(&mut out, 7, 259, 16, 0, 0, 0);
+        let mut w = ResponseWriter::begin(
+            &mut out,
+            HeaderIds::new(7, 259, 16),
+            0,
+            ResError::NO_ERROR,
+            0,
+        );
         w.push(&vbs[0].name, &vbs[0].value);
-        w.set_error(res_error::GEN_ERR, 1);
+        w.set_error(ResError::GEN_ERR, 1);
         w.finish();
         let mut want = bytes.to_vec();
         want[25] = 0x05; // res.error low byte: genErr
         assert_eq!(out, want);
         match Pdu::decode(&out).unwrap().payload {
             Payload::Response { error, index, .. } => {
-                assert_eq!((error, index), (res_error::GEN_ERR, 1));
+                assert_eq!((error, index), (ResError::GEN_ERR, 1));
             }
             p => panic!("{p:?}"),
         }
-        assert_eq!(res_error::name(17), "notWritable");
-        assert_eq!(res_error::name(5), "genErr");
-        assert_eq!(res_error::name(266), "parseError");
-        assert_eq!(res_error::name(999), "unknown");
+        assert_eq!(ResError(17).name(), "notWritable");
+        assert_eq!(ResError(5).name(), "genErr");
+        assert_eq!(ResError(266).name(), "parseError");
+        assert_eq!(ResError(999).name(), "unknown");
     }
 
     #[test]
@@ -2050,7 +2010,7 @@ mod tests {
             14,
             Payload::Response {
                 sys_uptime: 0x0102_0304,
-                error: 17,
+                error: ResError(17),
                 index: 1,
                 varbinds: vec![vb(ent(&[1]), Value::Counter64(0x0102_0304_0506_0708))],
             },
@@ -2135,7 +2095,8 @@ mod tests {
     #[test]
     fn response_writer_rollback() {
         let mut out = Vec::new();
-        let mut w = ResponseWriter::begin(&mut out, 1, 2, 3, 0, 0, 0);
+        let mut w =
+            ResponseWriter::begin(&mut out, HeaderIds::new(1, 2, 3), 0, ResError::NO_ERROR, 0);
         w.push(&ent(&[1]), &Value::Integer(1));
         let cp = w.checkpoint();
         w.push(&ent(&[2]), &Value::OctetString(vec![0; 100]));
@@ -2148,11 +2109,9 @@ mod tests {
         let mut want = Vec::new();
         encode_response(
             &mut want,
-            1,
-            2,
-            3,
+            HeaderIds::new(1, 2, 3),
             0,
-            0,
+            ResError::NO_ERROR,
             0,
             &[
                 vb(ent(&[1]), Value::Integer(1)),
@@ -2165,8 +2124,8 @@ mod tests {
     // ---- Error cases ------------------------------------------------------------------------
 
     /// A valid 20-byte NBO header for `t` with the given payload length.
-    fn header_be(t: u8, flags: u8, payload_length: u32) -> Vec<u8> {
-        let mut h = vec![0x01, t, flags | 0x10, 0x00];
+    fn header_be(t: PduType, flags: u8, payload_length: u32) -> Vec<u8> {
+        let mut h = vec![0x01, t.0, flags | 0x10, 0x00];
         h.extend_from_slice(&[0, 0, 0, 7]); // sessionID 7
         h.extend_from_slice(&[0, 0, 0, 8]); // transactionID 8
         h.extend_from_slice(&[0, 0, 0, 9]); // packetID 9
@@ -2211,7 +2170,7 @@ mod tests {
 
     #[test]
     fn payload_length_too_long_or_unaligned() {
-        let e = Header::decode(&header_be(pdu_type::PING, 0, 0x7fff_ffff)).unwrap_err();
+        let e = Header::decode(&header_be(PduType::PING, 0, 0x7fff_ffff)).unwrap_err();
         assert_eq!(e.kind, DecodeErrorKind::PayloadTooLong);
         assert!(e.fatal());
         // Same in little endian: 0x7fffffff
@@ -2223,21 +2182,21 @@ mod tests {
             DecodeErrorKind::PayloadTooLong
         );
         // The cap itself is allowed.
-        assert!(Header::decode(&header_be(pdu_type::PING, 0, 65536)).is_ok());
+        assert!(Header::decode(&header_be(PduType::PING, 0, 65536)).is_ok());
         assert_eq!(
-            Header::decode(&header_be(pdu_type::PING, 0, 65540))
+            Header::decode(&header_be(PduType::PING, 0, 65540))
                 .unwrap_err()
                 .kind,
             DecodeErrorKind::PayloadTooLong
         );
-        let e = Header::decode(&header_be(pdu_type::PING, 0, 6)).unwrap_err();
+        let e = Header::decode(&header_be(PduType::PING, 0, 6)).unwrap_err();
         assert_eq!(e.kind, DecodeErrorKind::PayloadNotAligned);
         assert!(e.fatal());
     }
 
     #[test]
     fn oid_with_200_subids() {
-        let mut b = header_be(pdu_type::GET, 0, 4 + 800 + 4);
+        let mut b = header_be(PduType::GET, 0, 4 + 800 + 4);
         b.extend_from_slice(&[200, 0, 0, 0]); // start: n_subid 200, prefix 0
         b.extend(std::iter::repeat(0u8).take(800)); // 200 sub-ids
         b.extend_from_slice(&[0, 0, 0, 0]); // end: null
@@ -2245,13 +2204,13 @@ mod tests {
         assert_eq!(e.kind, DecodeErrorKind::OidTooLong);
         assert_eq!(e.offset, 0);
         assert!(!e.fatal());
-        assert_eq!(e.header.unwrap().packet_id, 9);
+        assert_eq!(e.header.unwrap().ids.packet_id, 9);
     }
 
     #[test]
     fn oid_limit_counts_the_prefix() {
         // 123 sub-ids + prefix = 128: fine.
-        let mut b = header_be(pdu_type::REMOVE_AGENT_CAPS, 0, 4 + 123 * 4);
+        let mut b = header_be(PduType::REMOVE_AGENT_CAPS, 0, 4 + 123 * 4);
         b.extend_from_slice(&[123, 4, 0, 0]);
         b.extend(std::iter::repeat(0u8).take(123 * 4));
         match Pdu::decode(&b).unwrap().payload {
@@ -2262,12 +2221,12 @@ mod tests {
             p => panic!("{p:?}"),
         }
         // 124 sub-ids + prefix = 129: too long.
-        let mut b = header_be(pdu_type::REMOVE_AGENT_CAPS, 0, 4 + 124 * 4);
+        let mut b = header_be(PduType::REMOVE_AGENT_CAPS, 0, 4 + 124 * 4);
         b.extend_from_slice(&[124, 4, 0, 0]);
         b.extend(std::iter::repeat(0u8).take(124 * 4));
         assert_eq!(decode_err(&b).kind, DecodeErrorKind::OidTooLong);
         // 128 plain sub-ids: fine.
-        let mut b = header_be(pdu_type::REMOVE_AGENT_CAPS, 0, 4 + 128 * 4);
+        let mut b = header_be(PduType::REMOVE_AGENT_CAPS, 0, 4 + 128 * 4);
         b.extend_from_slice(&[128, 0, 0, 0]);
         b.extend(std::iter::repeat(0u8).take(128 * 4));
         assert!(Pdu::decode(&b).is_ok());
@@ -2275,7 +2234,7 @@ mod tests {
 
     #[test]
     fn oid_subids_beyond_payload() {
-        let mut b = header_be(pdu_type::REMOVE_AGENT_CAPS, 0, 8);
+        let mut b = header_be(PduType::REMOVE_AGENT_CAPS, 0, 8);
         b.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 1]); // claims 3 sub-ids, has 1
         let e = decode_err(&b);
         assert_eq!(e.kind, DecodeErrorKind::Truncated);
@@ -2285,7 +2244,7 @@ mod tests {
     #[test]
     fn octet_string_length_beyond_payload() {
         // Open whose o.descr claims 0xFFFFFFFF bytes.
-        let mut b = header_be(pdu_type::OPEN, 0, 12);
+        let mut b = header_be(PduType::OPEN, 0, 12);
         b.extend_from_slice(&[5, 0, 0, 0]); // o.timeout
         b.extend_from_slice(&[0, 0, 0, 0]); // o.id null
         b.extend_from_slice(&[0xFF, 0xFF, 0xFF, 0xFF]); // o.descr length
@@ -2301,13 +2260,13 @@ mod tests {
         );
 
         // Length 5 with only 4 data bytes left.
-        let mut b = header_be(pdu_type::OPEN, 0, 16);
+        let mut b = header_be(PduType::OPEN, 0, 16);
         b.extend_from_slice(&[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5]);
         b.extend_from_slice(b"abcd");
         assert_eq!(decode_err(&b).kind, DecodeErrorKind::Truncated);
 
         // A context whose length exceeds the payload.
-        let mut b = header_be(pdu_type::PING, flags::NON_DEFAULT_CONTEXT, 8);
+        let mut b = header_be(PduType::PING, flags::NON_DEFAULT_CONTEXT, 8);
         b.extend_from_slice(&[0, 0, 0, 9, b'a', b'b', b'c', b'd']);
         let e = decode_err(&b);
         assert_eq!((e.kind, e.what), (DecodeErrorKind::Truncated, "context"));
@@ -2315,7 +2274,7 @@ mod tests {
 
     #[test]
     fn unknown_value_type() {
-        let mut b = header_be(pdu_type::RESPONSE, 0, 8 + 8);
+        let mut b = header_be(PduType::RESPONSE, 0, 8 + 8);
         b.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0]); // sysUpTime, error, index
         b.extend_from_slice(&[0x00, 0x03, 0x00, 0x00]); // v.type 3: not an AgentX type
         b.extend_from_slice(&[0, 0, 0, 0]); // v.name null
@@ -2327,7 +2286,7 @@ mod tests {
 
     #[test]
     fn ip_address_must_be_four_octets() {
-        let mut b = header_be(pdu_type::TEST_SET, 0, 4 + 4 + 12);
+        let mut b = header_be(PduType::TEST_SET, 0, 4 + 4 + 12);
         b.extend_from_slice(&[0x00, 0x40, 0x00, 0x00]); // v.type IpAddress
         b.extend_from_slice(&[0, 0, 0, 0]); // v.name null
         b.extend_from_slice(&[0, 0, 0, 5, 1, 2, 3, 4, 5, 0, 0, 0]); // 5 octets
@@ -2336,27 +2295,75 @@ mod tests {
     }
 
     #[test]
+    fn unknown_codes_are_carried() {
+        // Close with a reason RFC 2741 does not define.
+        let mut b = header_be(PduType::CLOSE, 0, 4);
+        b.extend_from_slice(&[99, 0, 0, 0]);
+        let pdu = Pdu::decode(&b).unwrap();
+        assert_eq!(
+            pdu.payload,
+            Payload::Close {
+                reason: CloseReason(99)
+            }
+        );
+        let mut out = Vec::new();
+        pdu.encode(&mut out);
+        assert_eq!(out, b);
+
+        // Response with an error code RFC 2741 does not define.
+        let mut b = header_be(PduType::RESPONSE, 0, 8);
+        b.extend_from_slice(&[0, 0, 0, 0, 0x03, 0xE7, 0, 0]); // sysUpTime 0, error 999, index 0
+        let pdu = Pdu::decode(&b).unwrap();
+        match &pdu.payload {
+            Payload::Response { error, .. } => assert_eq!(*error, ResError(999)),
+            p => panic!("{p:?}"),
+        }
+        let mut out = Vec::new();
+        pdu.encode(&mut out);
+        assert_eq!(out, b);
+    }
+
+    #[test]
+    fn code_names_and_display() {
+        assert_eq!(PduType::GET_NEXT.name(), "GetNext");
+        assert_eq!(PduType(6), PduType::GET_NEXT);
+        assert_eq!(PduType(99).name(), "unknown");
+        assert_eq!(PduType::RESPONSE.to_string(), "Response");
+        assert_eq!(PduType(0).to_string(), "unknown(0)");
+        assert!(PduType::OPEN.is_known() && PduType::RESPONSE.is_known());
+        assert!(!PduType(0).is_known() && !PduType(19).is_known());
+
+        assert_eq!(ResError::NOT_WRITABLE.to_string(), "notWritable");
+        assert_eq!(ResError(999).to_string(), "unknown(999)");
+        assert_eq!(CloseReason::SHUTDOWN.name(), "shutdown");
+        assert_eq!(CloseReason(99).to_string(), "unknown(99)");
+        assert_eq!(ValueType::COUNTER64, ValueType(70));
+        assert_eq!(ValueType::COUNTER64.to_string(), "Counter64");
+        assert_eq!(ValueType(3).to_string(), "unknown(3)");
+    }
+
+    #[test]
     fn unknown_pdu_type() {
         for t in [0u8, 19, 99, 255] {
-            let mut b = header_be(t, 0, 4);
+            let mut b = header_be(PduType(t), 0, 4);
             b.extend_from_slice(&[0, 0, 0, 0]);
             let e = decode_err(&b);
             assert_eq!(e.kind, DecodeErrorKind::UnknownPduType);
             assert!(!e.fatal());
             let h = e.header.unwrap();
-            assert_eq!((h.pdu_type, h.session_id, h.packet_id), (t, 7, 9));
+            assert_eq!((h.pdu_type.0, h.ids.session_id, h.ids.packet_id), (t, 7, 9));
         }
     }
 
     #[test]
     fn trailing_bytes() {
-        let mut b = header_be(pdu_type::CLOSE, 0, 8);
+        let mut b = header_be(PduType::CLOSE, 0, 8);
         b.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
         let e = decode_err(&b);
         assert_eq!((e.kind, e.offset), (DecodeErrorKind::TrailingBytes, 4));
         assert!(!e.fatal());
 
-        let mut b = header_be(pdu_type::PING, 0, 4);
+        let mut b = header_be(PduType::PING, 0, 4);
         b.extend_from_slice(&[0, 0, 0, 0]);
         assert_eq!(decode_err(&b).kind, DecodeErrorKind::TrailingBytes);
     }
@@ -2364,7 +2371,7 @@ mod tests {
     #[test]
     fn missing_fields() {
         // Register with a range but no upper_bound.
-        let mut b = header_be(pdu_type::REGISTER, 0, 8);
+        let mut b = header_be(PduType::REGISTER, 0, 8);
         b.extend_from_slice(&[0, 127, 1, 0, 0, 0, 0, 0]);
         let e = decode_err(&b);
         assert_eq!(
@@ -2372,11 +2379,11 @@ mod tests {
             (DecodeErrorKind::Truncated, "upper_bound")
         );
         // Response without its fixed fields.
-        let mut b = header_be(pdu_type::RESPONSE, 0, 4);
+        let mut b = header_be(PduType::RESPONSE, 0, 4);
         b.extend_from_slice(&[0, 0, 0, 0]);
         assert_eq!(decode_err(&b).kind, DecodeErrorKind::Truncated);
         // GetNext with a start OID but no end OID.
-        let mut b = header_be(pdu_type::GET_NEXT, 0, 4);
+        let mut b = header_be(PduType::GET_NEXT, 0, 4);
         b.extend_from_slice(&[0, 0, 0, 0]);
         let e = decode_err(&b);
         assert_eq!(
@@ -2456,7 +2463,9 @@ mod tests {
             prop_oneof![
                 (any::<u8>(), arb_oid(), arb_bytes())
                     .prop_map(|(timeout, id, descr)| Payload::Open { timeout, id, descr }),
-                any::<u8>().prop_map(|reason| Payload::Close { reason }),
+                any::<u8>().prop_map(|reason| Payload::Close {
+                    reason: CloseReason(reason)
+                }),
                 (any::<u8>(), any::<u8>(), arb_range_bound(), arb_oid()).prop_map(
                     |(timeout, priority, (range_subid, upper_bound), subtree)| Payload::Register {
                         timeout,
@@ -2499,7 +2508,7 @@ mod tests {
             (any::<u32>(), any::<u16>(), any::<u16>(), arb_varbinds()).prop_map(
                 |(sys_uptime, error, index, varbinds)| Payload::Response {
                     sys_uptime,
-                    error,
+                    error: ResError(error),
                     index,
                     varbinds,
                 }
@@ -2517,9 +2526,7 @@ mod tests {
         )
             .prop_map(|(fl, (s, t, p), context, payload)| Pdu {
                 flags: fl & !CODEC_FLAGS,
-                session_id: s,
-                transaction_id: t,
-                packet_id: p,
+                ids: HeaderIds::new(s, t, p),
                 context,
                 payload,
             })
@@ -2566,10 +2573,11 @@ mod tests {
         ) {
             let (s, t, p, up, err, idx) = ids;
             let mut fast = Vec::new();
-            encode_response(&mut fast, s, t, p, up, err, idx, &varbinds);
+            let ids = HeaderIds::new(s, t, p);
+            encode_response(&mut fast, ids, up, ResError(err), idx, &varbinds);
             let mut slow = Vec::new();
-            Pdu::new(s, t, p, Payload::Response {
-                sys_uptime: up, error: err, index: idx, varbinds,
+            Pdu::with_ids(ids, Payload::Response {
+                sys_uptime: up, error: ResError(err), index: idx, varbinds,
             }).encode(&mut slow);
             prop_assert_eq!(fast, slow);
         }

@@ -10,7 +10,7 @@
 //! and Registers again. net-snmp never reconnects for us.
 
 use super::pdu::{
-    close_reason, pdu_type, res_error, DecodeError, Header, Payload, Pdu, ResponseWriter,
+    CloseReason, DecodeError, Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter,
     SearchRange, Value, HEADER_LEN, MAX_PAYLOAD,
 };
 use super::transport::Connection;
@@ -219,8 +219,8 @@ impl Subagent {
             .master_uptime_known()
             .then(|| self.cache.master_uptime_now());
         let (session_id, error) = self.admin(&stream, &mut reader, 0, open).await?;
-        if error != res_error::NO_ERROR {
-            return Err(format!("Open refused: {}", res_error::name(error)));
+        if error != ResError::NO_ERROR {
+            return Err(format!("Open refused: {}", error.name()));
         }
         let restarted =
             before.is_some_and(|b| self.cache.master_uptime_now().saturating_add(100) < b);
@@ -235,11 +235,8 @@ impl Subagent {
         let (_, error) = self
             .admin(&stream, &mut reader, session_id, register)
             .await?;
-        if error != res_error::NO_ERROR {
-            return Err(format!(
-                "Register of {root} refused: {}",
-                res_error::name(error)
-            ));
+        if error != ResError::NO_ERROR {
+            return Err(format!("Register of {root} refused: {}", error.name()));
         }
         if self.cfg.agent_caps {
             let caps = Payload::AddAgentCaps {
@@ -248,11 +245,11 @@ impl Subagent {
             };
             let (_, error) = self.admin(&stream, &mut reader, session_id, caps).await?;
             // OpenBSD's snmpd answers processingError: not worth failing the session for.
-            if error != res_error::NO_ERROR && !self.caps_error_logged {
+            if error != ResError::NO_ERROR && !self.caps_error_logged {
                 self.caps_error_logged = true;
                 tracing::warn!(
                     "the master refused AddAgentCaps ({}); sysORTable will not list MEMSTAT-MIB",
-                    res_error::name(error)
+                    error.name()
                 );
             }
         }
@@ -267,9 +264,9 @@ impl Subagent {
         reader: &mut FrameReader,
         session_id: u32,
         payload: Payload,
-    ) -> Result<(u32, u16), String> {
+    ) -> Result<(u32, ResError), String> {
         let packet_id = self.next_packet_id();
-        let kind = pdu_type::name(payload.pdu_type());
+        let kind = payload.pdu_type().name();
         let mut buf = Vec::new();
         Pdu::new(session_id, 0, packet_id, payload).encode(&mut buf);
         stream
@@ -282,8 +279,12 @@ impl Subagent {
                 .await
                 .map_err(|_| format!("no Response to {kind} within {ADMIN_TIMEOUT:?}"))??;
             if let Frame::Pdu(Pdu {
-                session_id,
-                packet_id: p,
+                ids:
+                    HeaderIds {
+                        session_id,
+                        packet_id: p,
+                        ..
+                    },
                 payload:
                     Payload::Response {
                         sys_uptime, error, ..
@@ -364,7 +365,7 @@ impl Subagent {
                 c = control.recv() => match c {
                     Some(Control::Reload(s, c)) => {
                         if self.apply(s, c) {
-                            let _ = close(&conn, session_id, self.next_packet_id(), close_reason::SHUTDOWN).await;
+                            let _ = close(&conn, session_id, self.next_packet_id(), CloseReason::SHUTDOWN).await;
                             return End::Readdress;
                         }
                         let every = self.cfg.ping_interval;
@@ -372,7 +373,7 @@ impl Subagent {
                     }
                     Some(Control::Shutdown) | None => {
                         let id = self.next_packet_id();
-                        if let Err(e) = close(&conn, session_id, id, close_reason::SHUTDOWN).await {
+                        if let Err(e) = close(&conn, session_id, id, CloseReason::SHUTDOWN).await {
                             tracing::warn!("sending Close: {e}");
                         }
                         tracing::info!("closed the AgentX session");
@@ -395,22 +396,21 @@ impl Subagent {
             Frame::Pdu(p) => p,
             Frame::Bad(h, e) => {
                 tracing::debug!("answering parseError: {e}");
-                self.response(&h_ids(&h), res_error::PARSE_ERROR, 0)
-                    .finish();
+                self.response(&h.ids, ResError::PARSE_ERROR, 0).finish();
                 return Ok(true);
             }
         };
-        let ids = (pdu.session_id, pdu.transaction_id, pdu.packet_id);
+        let ids = pdu.ids;
         match pdu.payload {
             Payload::Get { ranges } => {
                 // Reading the daemon's scalars never triggers a refresh.
                 let view = if ranges.iter().all(|r| mib::is_scalar(r.start.as_slice())) {
-                    self.cache.peek(ids.1)
+                    self.cache.peek(ids.transaction_id)
                 } else {
-                    self.cache.view_for(ids.1, &[], false)
+                    self.cache.view_for(ids.transaction_id, &[], false)
                 };
                 let status = || self.cache.status();
-                let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
+                let mut w = ResponseWriter::begin(&mut self.out, ids, 0, ResError::NO_ERROR, 0);
                 for r in &ranges {
                     w.push(&r.start, &view.get(r.start.as_slice(), &status));
                 }
@@ -419,18 +419,18 @@ impl Subagent {
             Payload::GetNext { ranges } => {
                 // First without refreshing: when every answer is a scalar, the snapshot did
                 // not matter and no refresh is due.
-                let peeked = self.cache.peek(ids.1);
+                let peeked = self.cache.peek(ids.transaction_id);
                 let mut found = self.next_all(&peeked, &ranges);
                 let scalars_only = found
                     .iter()
                     .all(|(o, v)| *v != Value::EndOfMibView && mib::is_scalar(o.as_slice()));
                 if !scalars_only {
-                    let view = self.view_for_search(ids.1, &ranges);
+                    let view = self.view_for_search(ids.transaction_id, &ranges);
                     if !std::sync::Arc::ptr_eq(&view, &peeked) {
                         found = self.next_all(&view, &ranges);
                     }
                 }
-                let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
+                let mut w = ResponseWriter::begin(&mut self.out, ids, 0, ResError::NO_ERROR, 0);
                 for (o, v) in &found {
                     w.push(o, v);
                 }
@@ -438,7 +438,7 @@ impl Subagent {
                 if !scalars_only {
                     for (i, (o, v)) in found.into_iter().enumerate() {
                         if v != Value::EndOfMibView {
-                            self.cache.note_returned(ids.1, i, o);
+                            self.cache.note_returned(ids.transaction_id, i, o);
                         }
                     }
                 }
@@ -450,10 +450,10 @@ impl Subagent {
             } => self.get_bulk(ids, non_repeaters, max_repetitions, &ranges),
             Payload::TestSet { .. } => {
                 // Read-only: every Set fails at its first varbind.
-                self.response(&ids, res_error::NOT_WRITABLE, 1).finish();
+                self.response(&ids, ResError::NOT_WRITABLE, 1).finish();
             }
             Payload::CommitSet | Payload::UndoSet => {
-                self.response(&ids, res_error::NO_ERROR, 0).finish();
+                self.response(&ids, ResError::NO_ERROR, 0).finish();
             }
             // RFC 2741 §7.2.4.3: CleanupSet gets no Response.
             Payload::CleanupSet => return Ok(false),
@@ -461,38 +461,35 @@ impl Subagent {
                 sys_uptime, error, ..
             } => {
                 if let Some((id, _)) = *ping_pending {
-                    if id == ids.2 {
+                    if id == ids.packet_id {
                         *ping_pending = None;
                         self.cache.note_master_uptime(sys_uptime);
-                        if error != res_error::NO_ERROR {
-                            return Err(format!("Ping answered {}", res_error::name(error)));
+                        if error != ResError::NO_ERROR {
+                            return Err(format!("Ping answered {}", error.name()));
                         }
                     }
                 }
                 return Ok(false);
             }
             Payload::Close { reason } => {
-                return Err(format!(
-                    "the master sent Close ({})",
-                    close_reason::name(reason)
-                ));
+                return Err(format!("the master sent Close ({})", reason.name()));
             }
             // PDUs a master never sends to a subagent.
             _ => {
-                self.response(&ids, res_error::PARSE_ERROR, 0).finish();
+                self.response(&ids, ResError::PARSE_ERROR, 0).finish();
             }
         }
         if self.out.len() > HEADER_LEN + MAX_PAYLOAD {
             // Only a request with thousands of ranges gets here; the master could not take
             // the answer, so say so instead.
             self.out.clear();
-            self.response(&ids, res_error::TOO_BIG, 0).finish();
+            self.response(&ids, ResError::TOO_BIG, 0).finish();
         }
         Ok(true)
     }
 
-    fn response(&mut self, ids: &(u32, u32, u32), error: u16, index: u16) -> ResponseWriter<'_> {
-        ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, error, index)
+    fn response(&mut self, ids: &HeaderIds, error: ResError, index: u16) -> ResponseWriter<'_> {
+        ResponseWriter::begin(&mut self.out, *ids, 0, error, index)
     }
 
     /// One GetNext step for every range, from `view`.
@@ -513,17 +510,17 @@ impl Subagent {
     /// each repetition continuing from the previous one's result.
     fn get_bulk(
         &mut self,
-        ids: (u32, u32, u32),
+        ids: HeaderIds,
         non_repeaters: u16,
         max_repetitions: u16,
         ranges: &[SearchRange],
     ) {
-        let view = self.view_for_search(ids.1, ranges);
+        let view = self.view_for_search(ids.transaction_id, ranges);
         let n = (non_repeaters as usize).min(ranges.len());
         let mut last: Vec<(usize, Oid)> = Vec::new();
         {
             let status = || self.cache.status();
-            let mut w = ResponseWriter::begin(&mut self.out, ids.0, ids.1, ids.2, 0, 0, 0);
+            let mut w = ResponseWriter::begin(&mut self.out, ids, 0, ResError::NO_ERROR, 0);
             for (i, r) in ranges[..n].iter().enumerate() {
                 let (o, v) = next_of(&view, r, r.include, &r.start, &status);
                 w.push(&o, &v);
@@ -574,13 +571,9 @@ impl Subagent {
             w.finish();
         }
         for (i, o) in last {
-            self.cache.note_returned(ids.1, i, o);
+            self.cache.note_returned(ids.transaction_id, i, o);
         }
     }
-}
-
-fn h_ids(h: &Header) -> (u32, u32, u32) {
-    (h.session_id, h.transaction_id, h.packet_id)
 }
 
 /// One GetNext step: the next instance after `from` within the range, or endOfMibView named
@@ -602,7 +595,7 @@ async fn close(
     conn: &Connection,
     session_id: u32,
     packet_id: u32,
-    reason: u8,
+    reason: CloseReason,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     Pdu::new(session_id, 0, packet_id, Payload::Close { reason }).encode(&mut buf);

@@ -11,7 +11,7 @@
 
 #![allow(dead_code)]
 
-use memstat_agentx::agentx::pdu::{Payload, Pdu, SearchRange};
+use memstat_agentx::agentx::pdu::{Payload, Pdu, ResError, SearchRange};
 use memstat_agentx::oid::Oid;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -1060,7 +1060,7 @@ impl Conn {
             to.packet,
             Payload::Response {
                 sys_uptime: 4242,
-                error,
+                error: ResError(error),
                 index: 0,
                 varbinds: vec![],
             },
