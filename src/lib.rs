@@ -2,12 +2,14 @@
 //!
 //! - [`memstat`]: the snapshot model and its sources (Linux slab, FreeBSD UMA and malloc, fixture).
 //! - [`mib`]: the MEMSTAT-MIB layout, from a snapshot to ordered objects.
-//! - [`value`]: VarBind values, shared by the MIB and the codec.
-//! - [`agentx`]: the RFC 2741 codec and the subagent session.
-//! - [`cache`]: snapshots, on-demand refresh and walk pinning.
+//! - [`agent`]: answers a request from the snapshots, with no I/O: the snapshot store, row
+//!   identity, walk tracking and the daemon's scalars.
+//! - [`agentx`]: the RFC 2741 codec, framing over the transport, and the session.
+//! - [`reader`]: reading the source on a thread of its own.
+//! - [`value`], [`oid`]: protocol-neutral SNMP values and object identifiers.
 //! - [`config`], [`logging`], [`privdrop`]: running as a service.
+pub mod agent;
 pub mod agentx;
-pub mod cache;
 pub mod config;
 pub mod index;
 pub mod logging;
@@ -15,5 +17,6 @@ pub mod memstat;
 pub mod mib;
 pub mod oid;
 pub mod privdrop;
+pub mod reader;
 pub mod report;
 pub mod value;

@@ -1,11 +1,12 @@
 //! The `memstat-agentx` command: `run` (the subagent), `dump` and `check-config`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use memstat_agentx::agent::{Agent, AgentSettings};
 use memstat_agentx::agentx::session::{Control, MasterAddr, SessionConfig, Subagent};
-use memstat_agentx::cache::{Cache, CacheConfig};
 use memstat_agentx::config::{Config, LogTarget, Overrides, DEFAULT_CONFIG_PATH};
-use memstat_agentx::index::IndexMap;
+use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{Snapshot, Source, SourceKind};
+use memstat_agentx::reader::SourceReader;
 use memstat_agentx::report::{self, Format};
 use memstat_agentx::{logging, privdrop};
 use std::path::{Path, PathBuf};
@@ -187,7 +188,7 @@ fn dump(source: &str, format: FormatArg) -> ExitCode {
     }
 }
 
-fn session_config(cfg: &Config) -> Result<(SessionConfig, CacheConfig), String> {
+fn session_config(cfg: &Config) -> Result<(SessionConfig, AgentSettings), String> {
     let master: MasterAddr = cfg
         .agentx_socket
         .parse()
@@ -200,7 +201,7 @@ fn session_config(cfg: &Config) -> Result<(SessionConfig, CacheConfig), String> 
             backoff_max: cfg.backoff_max,
             agent_caps: cfg.agent_caps,
         },
-        CacheConfig {
+        AgentSettings {
             max_age: cfg.max_age,
             walk_window: cfg.walk_window,
         },
@@ -221,13 +222,13 @@ fn prepare_state_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Loads the index state, creating the state directory when it is missing.
-fn load_indexes(dir: &Path) -> IndexMap {
+fn load_indexes(dir: &Path) -> StableIndexes {
     if let Err(e) = prepare_state_dir(dir) {
         tracing::warn!("{e}; indexes will not survive a restart");
-        return IndexMap::in_memory();
+        return StableIndexes::in_memory();
     }
-    let m = IndexMap::load(dir);
-    if let Some(w) = &m.warning {
+    let (m, warnings) = StableIndexes::load(dir);
+    for w in warnings {
         tracing::warn!("{w}");
     }
     m
@@ -236,7 +237,7 @@ fn load_indexes(dir: &Path) -> IndexMap {
 fn run(args: SettingArgs) -> Result<(), String> {
     let cfg = args.load()?;
     logging::init(cfg.log_target, &cfg.log_level)?;
-    let (session_cfg, cache_cfg) = session_config(&cfg)?;
+    let (session_cfg, agent_settings) = session_config(&cfg)?;
     let kind: SourceKind = cfg.source.parse().map_err(|e| format!("source: {e}"))?;
 
     // Privileged steps first: the Linux source is root-only, so it is opened (and kept
@@ -250,11 +251,10 @@ fn run(args: SettingArgs) -> Result<(), String> {
         tracing::info!("running as user {user}");
     }
     let indexes = load_indexes(&cfg.state_dir);
-    let mut cache = Cache::new(source, indexes, cache_cfg);
-    // One read at start-up: it shows at once whether the source works (as the configured
-    // user), and it defines the rows "present at start-up" whose discontinuity time is 0.
-    // After this, reads happen only on demand.
-    let _ = cache.refresh();
+    let agent = Agent::new(source.name(), indexes, agent_settings, std::time::Instant::now());
+    // After the privilege drop: the reading thread runs with the daemon's final credentials.
+    let reader = SourceReader::spawn(source)
+        .map_err(|e| format!("cannot start the source's reading thread: {e}"))?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -269,7 +269,7 @@ fn run(args: SettingArgs) -> Result<(), String> {
             kind,
             session_cfg.master
         );
-        Subagent::new(session_cfg, cache).run(rx).await;
+        Subagent::new(session_cfg, agent, reader).run(rx).await;
     });
     tracing::info!("exiting");
     Ok(())

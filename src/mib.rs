@@ -6,6 +6,10 @@
 //! A [`MibView`] is built once per snapshot, off the request path. It sorts the rows by
 //! memTypeIndex and, per column, lists the rows whose cell is present, so that GetNext is a
 //! binary search whatever the table size and absent cells are skipped without scanning.
+//!
+//! The daemon's scalars (memstatDaemon) are not part of a snapshot: [`scalar_get`] and
+//! [`scalar_next`] answer them from a [`DaemonStatus`], and a [`MibView`] answers the tables.
+//! Every scalar sorts before every table cell, so a GetNext tries the scalars first.
 
 use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
 use crate::oid::Oid;
@@ -310,6 +314,58 @@ pub fn is_scalar(oid: &[u32]) -> bool {
         && oid[MEMSTAT_MIB_ROOT.len()..MEMSTAT_MIB_ROOT.len() + 2] == [OBJECTS, DAEMON]
 }
 
+/// True when a GetNext from `start` may find a scalar: `start` sorts before the end of
+/// memstatDaemon. Cheap, so that the daemon's status is worked out only when it can matter.
+pub fn scalars_may_follow(start: &[u32]) -> bool {
+    static END: OnceLock<Vec<u32>> = OnceLock::new();
+    let end = END.get_or_init(|| root(&[OBJECTS, DAEMON + 1]));
+    start < end.as_slice()
+}
+
+/// Answers a Get of a scalar OID (one for which [`is_scalar`] holds).
+pub fn scalar_get(oid: &[u32], status: &DaemonStatus) -> Value {
+    let base = MEMSTAT_MIB_ROOT.len() + 2;
+    let Some(&sub) = oid.get(base) else {
+        return Value::NoSuchObject;
+    };
+    let Some(&(_, _, _, f)) = SCALARS.iter().find(|s| s.0 == sub) else {
+        return Value::NoSuchObject;
+    };
+    if oid.len() == base + 2 && oid[base + 1] == 0 {
+        f(status).unwrap_or(Value::NoSuchInstance)
+    } else {
+        Value::NoSuchInstance
+    }
+}
+
+/// The first scalar instance after `start` (or at it, with `include`) and before `end`
+/// (exclusive; null is unbounded), or `None` when no scalar is left in that range.
+pub fn scalar_next(
+    start: &[u32],
+    include: bool,
+    end: &[u32],
+    status: &DaemonStatus,
+) -> Option<(Oid, Value)> {
+    for &(sub, _, _, f) in SCALARS {
+        let oid = root(&[OBJECTS, DAEMON, sub, 0]);
+        let after = match oid.as_slice().cmp(start) {
+            Ordering::Greater => true,
+            Ordering::Equal => include,
+            Ordering::Less => false,
+        };
+        if !after {
+            continue;
+        }
+        if !end.is_empty() && oid.as_slice() >= end {
+            return None;
+        }
+        if let Some(v) = f(status) {
+            return Some((Oid(oid), v));
+        }
+    }
+    None
+}
+
 /// Where a served row stands: its stable index and its discontinuity time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {
@@ -336,10 +392,9 @@ fn add(acc: &mut Option<u64>, v: Option<u64>) {
     }
 }
 
-/// Which part of the MIB an accessible object is, and where its value comes from.
+/// Which table column an accessible object is, and where its values come from.
 #[derive(Clone, Copy)]
 enum Kind {
-    Scalar(ScalarFn),
     TypeColumn(usize),
     CpuColumn(usize),
     AllocColumn(usize),
@@ -350,17 +405,11 @@ struct Object {
     kind: Kind,
 }
 
-/// Accessible objects in OID order (instances follow each prefix).
+/// The table columns in OID order (instances follow each prefix).
 fn objects() -> &'static [Object] {
     static OBJECTS_CELL: OnceLock<Vec<Object>> = OnceLock::new();
     OBJECTS_CELL.get_or_init(|| {
         let mut v = Vec::new();
-        for &(sub, _, _, f) in SCALARS {
-            v.push(Object {
-                prefix: root(&[OBJECTS, DAEMON, sub]),
-                kind: Kind::Scalar(f),
-            });
-        }
         for (i, &(sub, ..)) in TYPE_COLUMNS.iter().enumerate() {
             v.push(Object {
                 prefix: root(&[OBJECTS, TYPE_TABLE, 1, sub]),
@@ -395,6 +444,11 @@ pub struct MibView {
     cpu_present: Vec<Vec<(u32, u32)>>,
     allocs: Vec<AllocSummary>,
     alloc_present: Vec<Vec<u32>>,
+    /// Per object of [`objects`]: the instance number of its first present cell. Instances
+    /// are numbered 0.. in OID order, so that walk tracking can keep one small slot per
+    /// instance instead of OIDs.
+    first_instance: Vec<u32>,
+    instances: u32,
 }
 
 impl MibView {
@@ -477,13 +531,30 @@ impl MibView {
             })
             .collect();
 
-        MibView {
+        let mut view = MibView {
             snapshot,
             rows,
             type_present,
             cpu_present,
             allocs,
             alloc_present,
+            first_instance: Vec::new(),
+            instances: 0,
+        };
+        let mut next = 0u32;
+        for obj in objects() {
+            view.first_instance.push(next);
+            next = next.saturating_add(view.present_len(obj.kind) as u32);
+        }
+        view.instances = next;
+        view
+    }
+
+    fn present_len(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::TypeColumn(c) => self.type_present[c].len(),
+            Kind::CpuColumn(c) => self.cpu_present[c].len(),
+            Kind::AllocColumn(c) => self.alloc_present[c].len(),
         }
     }
 
@@ -503,6 +574,11 @@ impl MibView {
 
     pub fn snapshot(&self) -> &Arc<Snapshot> {
         &self.snapshot
+    }
+
+    /// The number of table instances (present cells) in the view.
+    pub fn instance_count(&self) -> u32 {
+        self.instances
     }
 
     /// The row with this memTypeIndex.
@@ -525,17 +601,26 @@ impl MibView {
         (r, &self.snapshot.types[r.position as usize])
     }
 
-    /// Answers a Get of one OID: the value, noSuchObject (no such object in the MIB) or
-    /// noSuchInstance (the object exists but not this instance, or its cell is absent).
-    pub fn get(&self, oid: &[u32], status: &dyn Fn() -> DaemonStatus) -> Value {
+    /// The table object whose subtree holds `oid`, with its position in [`objects`].
+    fn object_of(oid: &[u32]) -> Option<(usize, &'static Object)> {
         let objs = objects();
-        let Some(obj) = objs.iter().find(|o| oid.starts_with(&o.prefix)) else {
+        let i = objs.partition_point(|o| o.prefix.as_slice() < oid);
+        // The object holding `oid` is the last one whose prefix sorts at or before it.
+        [i, i.wrapping_sub(1)]
+            .into_iter()
+            .filter_map(|j| objs.get(j).map(|o| (j, o)))
+            .find(|(_, o)| oid.starts_with(&o.prefix))
+    }
+
+    /// Answers a Get of one table OID: the value, noSuchObject (no such object in the
+    /// tables) or noSuchInstance (the object exists but not this instance, or its cell is
+    /// absent). Scalars are answered by [`scalar_get`].
+    pub fn get(&self, oid: &[u32]) -> Value {
+        let Some((_, obj)) = Self::object_of(oid) else {
             return Value::NoSuchObject;
         };
         let suffix = &oid[obj.prefix.len()..];
         let v = match obj.kind {
-            Kind::Scalar(f) if suffix == [0] => f(&status()),
-            Kind::Scalar(_) => None,
             Kind::TypeColumn(c) => match suffix {
                 [idx] => self
                     .rows
@@ -571,37 +656,33 @@ impl MibView {
         v.unwrap_or(Value::NoSuchInstance)
     }
 
-    /// Answers a GetNext: the first present instance after `start` (or at it, with
-    /// `include`) and before `end` (exclusive; a null `end` is unbounded), or `None` for
-    /// endOfMibView.
-    pub fn get_next(
-        &self,
-        start: &[u32],
-        include: bool,
-        end: &[u32],
-        status: &dyn Fn() -> DaemonStatus,
-    ) -> Option<(Oid, Value)> {
+    /// Answers a GetNext over the tables: the first present instance after `start` (or at
+    /// it, with `include`) and before `end` (exclusive; a null `end` is unbounded), or
+    /// `None` for endOfMibView. Scalars are answered by [`scalar_next`].
+    pub fn get_next(&self, start: &[u32], include: bool, end: &[u32]) -> Option<Found> {
         let objs = objects();
         // Objects whose whole subtree lies before `start` are skipped by binary search.
         let first =
             objs.partition_point(|o| o.prefix.as_slice() < start && !start.starts_with(&o.prefix));
-        let mut status_cache: Option<DaemonStatus> = None;
-        for obj in &objs[first..] {
+        for (k, obj) in objs.iter().enumerate().skip(first) {
             // The instance suffix to search after; None means "from the first instance".
             let after: Option<&[u32]> = if start.starts_with(&obj.prefix) {
                 Some(&start[obj.prefix.len()..])
             } else {
                 None
             };
-            if let Some(found) = self.next_in(obj, after, include, &mut status_cache, status) {
-                let (suffix, value) = found;
+            if let Some((at, suffix, value)) = self.next_in(obj, after, include) {
                 let mut oid = Vec::with_capacity(obj.prefix.len() + suffix.len());
                 oid.extend_from_slice(&obj.prefix);
                 oid.extend_from_slice(&suffix);
                 if !end.is_empty() && oid.as_slice() >= end {
                     return None;
                 }
-                return Some((Oid(oid), value));
+                return Some(Found {
+                    oid: Oid(oid),
+                    value,
+                    instance: self.first_instance[k] + at,
+                });
             }
             // Every later object's prefix is past `end` once this one's is.
             if !end.is_empty() && obj.prefix.as_slice() >= end {
@@ -611,16 +692,22 @@ impl MibView {
         None
     }
 
+    /// The instance number of `oid` when it names a present cell of this view.
+    pub fn instance_of(&self, oid: &[u32]) -> Option<u32> {
+        let (k, obj) = Self::object_of(oid)?;
+        let (at, suffix, _) = self.next_in(obj, Some(&oid[obj.prefix.len()..]), true)?;
+        (suffix.as_slice() == &oid[obj.prefix.len()..]).then(|| self.first_instance[k] + at)
+    }
+
     /// The first present instance of `obj` whose suffix is after `after` (or equal, with
-    /// `include`); every instance when `after` is `None`.
+    /// `include`); every instance when `after` is `None`. Returns its position among the
+    /// object's present cells, its suffix and its value.
     fn next_in(
         &self,
         obj: &Object,
         after: Option<&[u32]>,
         include: bool,
-        status_cache: &mut Option<DaemonStatus>,
-        status: &dyn Fn() -> DaemonStatus,
-    ) -> Option<(Vec<u32>, Value)> {
+    ) -> Option<(u32, Vec<u32>, Value)> {
         // True when an instance with this suffix comes before the search point.
         let before = |inst: &[u32]| match after {
             None => false,
@@ -631,20 +718,13 @@ impl MibView {
             },
         };
         match obj.kind {
-            Kind::Scalar(f) => {
-                if before(&[0]) {
-                    return None;
-                }
-                let st = status_cache.get_or_insert_with(status);
-                f(st).map(|v| (vec![0], v))
-            }
             Kind::TypeColumn(c) => {
                 let present = &self.type_present[c];
                 let i = present.partition_point(|&p| before(&[self.rows[p as usize].index]));
                 let &p = present.get(i)?;
                 let (r, t) = self.ty(p);
                 let v = (TYPE_COLUMNS[c].3)(t, r)?;
-                Some((vec![r.index], v))
+                Some((i as u32, vec![r.index], v))
             }
             Kind::CpuColumn(c) => {
                 let present = &self.cpu_present[c];
@@ -656,7 +736,7 @@ impl MibView {
                 let (r, t) = self.ty(p);
                 let pc = &t.per_cpu[slot as usize];
                 let v = (CPU_COLUMNS[c].3)(pc)?;
-                Some((vec![r.index, pc.cpu], v))
+                Some((i as u32, vec![r.index, pc.cpu], v))
             }
             Kind::AllocColumn(c) => {
                 let present = &self.alloc_present[c];
@@ -664,10 +744,19 @@ impl MibView {
                 let &a = present.get(i)?;
                 let s = &self.allocs[a as usize];
                 let v = (ALLOC_COLUMNS[c].3)(s)?;
-                Some((vec![s.allocator], v))
+                Some((i as u32, vec![s.allocator], v))
             }
         }
     }
+}
+
+/// A GetNext answer from a [`MibView`]: the instance's OID and value, and its instance
+/// number in that view (see [`MibView::instance_of`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub oid: Oid,
+    pub value: Value,
+    pub instance: u32,
 }
 
 /// SNMPv2-TC DateAndTime in UTC (11 octets, direction '+', offset 0).
@@ -756,58 +845,67 @@ mod tests {
     #[test]
     fn get_distinguishes_object_and_instance() {
         let v = view();
-        assert_eq!(v.get(&col(5, &[7]), &status), Value::Counter64(1 << 40));
-        assert_eq!(
-            v.get(&col(13, &[3]), &status),
-            Value::NoSuchInstance,
-            "absent cell"
-        );
-        assert_eq!(v.get(&col(5, &[99]), &status), Value::NoSuchInstance);
-        assert_eq!(
-            v.get(&col(1, &[7]), &status),
-            Value::NoSuchObject,
-            "index column"
-        );
-        assert_eq!(v.get(&root(&[9]), &status), Value::NoSuchObject);
-        assert_eq!(v.get(&root(&[1, 1, 1, 0]), &status), Value::TimeTicks(42));
-        assert_eq!(v.get(&root(&[1, 1, 1, 1]), &status), Value::NoSuchInstance);
+        assert_eq!(v.get(&col(5, &[7])), Value::Counter64(1 << 40));
+        assert_eq!(v.get(&col(13, &[3])), Value::NoSuchInstance, "absent cell");
+        assert_eq!(v.get(&col(5, &[99])), Value::NoSuchInstance);
+        assert_eq!(v.get(&col(1, &[7])), Value::NoSuchObject, "index column");
+        assert_eq!(v.get(&root(&[9])), Value::NoSuchObject);
+        let st = status();
+        assert_eq!(scalar_get(&root(&[1, 1, 1, 0]), &st), Value::TimeTicks(42));
+        assert_eq!(scalar_get(&root(&[1, 1, 1, 1]), &st), Value::NoSuchInstance);
+        assert_eq!(scalar_get(&root(&[1, 1, 99, 0]), &st), Value::NoSuchObject);
     }
 
     #[test]
     fn get_next_walks_in_order_and_skips_absent_cells() {
         let v = view();
         // From memTypeSize: b (index 3) then a (index 7).
-        let (o, val) = v.get_next(&col(5, &[]), false, &[], &status).unwrap();
-        assert_eq!((o.0, val), (col(5, &[3]), Value::Counter64(64)));
-        let (o, _) = v.get_next(&col(5, &[3]), false, &[], &status).unwrap();
-        assert_eq!(o.0, col(5, &[7]));
+        let f = v.get_next(&col(5, &[]), false, &[]).unwrap();
+        assert_eq!((f.oid.0, f.value), (col(5, &[3]), Value::Counter64(64)));
+        let f = v.get_next(&col(5, &[3]), false, &[]).unwrap();
+        assert_eq!(f.oid.0, col(5, &[7]));
         // include=1 returns the start itself when it exists.
-        let (o, _) = v.get_next(&col(5, &[7]), true, &[], &status).unwrap();
-        assert_eq!(o.0, col(5, &[7]));
+        let f = v.get_next(&col(5, &[7]), true, &[]).unwrap();
+        assert_eq!(f.oid.0, col(5, &[7]));
         // memTypeAllocs is absent for b: the walk goes straight to a.
-        let (o, _) = v.get_next(&col(12, &[99]), false, &[], &status).unwrap();
-        assert_eq!(o.0, col(13, &[7]));
+        let f = v.get_next(&col(12, &[99]), false, &[]).unwrap();
+        assert_eq!(f.oid.0, col(13, &[7]));
         // The end bound is exclusive.
-        assert!(v
-            .get_next(&col(5, &[3]), false, &col(5, &[7]), &status)
-            .is_none());
+        assert!(v.get_next(&col(5, &[3]), false, &col(5, &[7])).is_none());
         // Per-CPU rows come out sorted by CPU.
-        let (o, _) = v.get_next(&root(&[1, 3]), false, &[], &status).unwrap();
-        assert_eq!(o.0, root(&[1, 3, 1, 2, 7, 0]));
+        let f = v.get_next(&root(&[1, 3]), false, &[]).unwrap();
+        assert_eq!(f.oid.0, root(&[1, 3, 1, 2, 7, 0]));
         // Past the last object: endOfMibView.
-        assert!(v.get_next(&root(&[2]), false, &[], &status).is_none());
+        assert!(v.get_next(&root(&[2]), false, &[]).is_none());
+        // From before the tables, the tables start with the first cell.
+        let f = v.get_next(MEMSTAT_MIB_ROOT, false, &[]).unwrap();
+        assert_eq!(f.oid.0, col(2, &[3]));
     }
 
     #[test]
     fn full_walk_is_strictly_increasing() {
         let v = view();
+        let st = status();
         let mut cur = MEMSTAT_MIB_ROOT.to_vec();
         let mut n = 0;
-        while let Some((o, _)) = v.get_next(&cur, false, &[], &status) {
+        while let Some((o, _)) = scalar_next(&cur, false, &[], &st) {
             assert!(o.0 > cur);
             cur = o.0;
             n += 1;
         }
+        assert_eq!(n, 9, "every scalar");
+        let mut instances = Vec::new();
+        while let Some(f) = v.get_next(&cur, false, &[]) {
+            assert!(f.oid.0 > cur);
+            assert_eq!(v.instance_of(&f.oid.0), Some(f.instance));
+            instances.push(f.instance);
+            cur = f.oid.0;
+            n += 1;
+        }
+        // Instance numbers run 0.. in OID order.
+        assert_eq!(instances, (0..v.instance_count()).collect::<Vec<_>>());
+        assert_eq!(v.instance_of(&col(13, &[3])), None, "absent cell");
+        assert_eq!(v.instance_of(&col(5, &[3, 1])), None, "no such instance");
         // 9 scalars, 2 rows with 20 + 20 present type cells... count exactly:
         // a: name, alloc, ordinal, size, allocs, disc = 6; b: name, alloc, ordinal, size, disc = 5
         // cpu: allocs 2, frees 2, cache 1; alloc table: 2 allocators × typecount + uma none...

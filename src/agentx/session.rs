@@ -1,26 +1,26 @@
-//! The subagent session: connect, Open, Register, serve requests, Ping, reconnect.
+//! The AgentX session: the life of the connection to the master, and nothing else.
 //!
-//! Everything runs on one task. Frames are read with a cancel-safe reader, so the task can
-//! wait on the master, the Ping timer and control messages (reload, shutdown) at once
-//! without losing bytes. Requests are answered in arrival order from the snapshot cache;
-//! the master may pipeline them, and a re-sent packetID is simply answered again.
+//! Connect, Open, Register, AddAgentCaps, Ping, reconnect, Close. Every request PDU goes to
+//! the [`Agent`], which answers it without I/O; when the agent needs a fresh snapshot the
+//! session has the source read on its own thread (see `reader.rs`) and waits for it next to
+//! its timers and the shutdown signal, never on the runtime thread.
 //!
 //! The master going away (EOF, an error, a Close, a Ping that fails or goes unanswered) ends
 //! the connection; the session then reconnects with jittered exponential backoff and Opens
 //! and Registers again. net-snmp never reconnects for us.
 
-use super::pdu::{
-    CloseReason, DecodeError, Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter,
-    SearchRange, Value, HEADER_LEN, MAX_PAYLOAD,
-};
-use super::transport::Connection;
+use super::pdu::{CloseReason, HeaderIds, Payload, Pdu, ResError};
+use super::transport::{Connection, ConnectionError, Frame, FrameReader};
 pub use super::transport::MasterAddr;
-use crate::cache::{Cache, CacheConfig};
+use crate::agent::{Agent, AgentSettings, Handled};
 use crate::logging::RateLimited;
-use crate::mib::{self, MibView, MEMSTAT_MIB_ROOT};
+use crate::memstat::{MemoryType, SourceError};
+use crate::mib::MEMSTAT_MIB_ROOT;
 use crate::oid::Oid;
+use crate::reader::SourceReader;
+use std::fmt;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// Session settings.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ pub struct SessionConfig {
 /// What the rest of the daemon asks of the session.
 pub enum Control {
     /// New settings (SIGHUP). The connection is kept unless the master address changed.
-    Reload(SessionConfig, CacheConfig),
+    Reload(SessionConfig, AgentSettings),
     /// Close(shutdown) and return.
     Shutdown,
 }
@@ -46,9 +46,11 @@ pub enum Control {
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The Open's o.timeout: honoured by OpenBSD, ignored by net-snmp.
 const OPEN_TIMEOUT_SECS: u8 = 5;
-/// The largest Response payload we send: net-snmp refuses PDUs over 64 KiB. A GetBulk stops
-/// at the last whole repetition that fits; a Get or GetNext that cannot fit answers tooBig.
-const BULK_RESPONSE_BUDGET: usize = MAX_PAYLOAD;
+/// How long a request waits for a read of the source before it is answered from the last
+/// good snapshot: under net-snmp's 1 s AgentX timeout, so the master never re-sends it.
+const READ_WAIT: Duration = Duration::from_millis(800);
+/// How long the one read at start-up may take before the session starts without it.
+const STARTUP_READ_WAIT: Duration = Duration::from_secs(5);
 
 fn descr() -> Vec<u8> {
     format!(
@@ -58,96 +60,102 @@ fn descr() -> Vec<u8> {
     .into_bytes()
 }
 
-/// Reads whole frames. `next` is cancel-safe: bytes read before a cancellation stay in the
-/// buffer for the next call.
-struct FrameReader {
-    buf: Vec<u8>,
+/// Why a connection ended, or could not be set up.
+#[derive(Debug)]
+pub enum SessionError {
+    Connect(std::io::Error),
+    Connection(ConnectionError),
+    Write(std::io::Error),
+    /// An administrative PDU got no Response in time.
+    NoResponse(&'static str),
+    /// The master refused an administrative PDU.
+    Refused(&'static str, ResError),
+    PingFailed(ResError),
+    PingUnanswered,
+    Closed(CloseReason),
 }
 
-enum Frame {
-    Pdu(Pdu),
-    /// A frame whose header was fine but whose payload was not: answer parseError.
-    Bad(Header, DecodeError),
-}
-
-impl FrameReader {
-    async fn next(&mut self, conn: &Connection) -> Result<Frame, String> {
-        loop {
-            if self.buf.len() >= HEADER_LEN {
-                let h = Header::decode(&self.buf).map_err(|e| format!("framing lost: {e}"))?;
-                let len = h.frame_len();
-                if self.buf.len() >= len {
-                    let result = match Pdu::decode(&self.buf[..len]) {
-                        Ok(p) => Frame::Pdu(p),
-                        Err(e) if !e.fatal() => Frame::Bad(h, e),
-                        Err(e) => return Err(format!("framing lost: {e}")),
-                    };
-                    self.buf.drain(..len);
-                    return Ok(result);
-                }
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::Connect(e) => e.fmt(f),
+            SessionError::Connection(e) => e.fmt(f),
+            SessionError::Write(e) => write!(f, "write: {e}"),
+            SessionError::NoResponse(what) => {
+                write!(f, "no Response to {what} within {ADMIN_TIMEOUT:?}")
             }
-            let n = conn
-                .read_some(&mut self.buf)
-                .await
-                .map_err(|e| format!("read: {e}"))?;
-            if n == 0 {
-                return Err("the master closed the connection".into());
-            }
+            SessionError::Refused(what, e) => write!(f, "{what} refused: {e}"),
+            SessionError::PingFailed(e) => write!(f, "Ping answered {e}"),
+            SessionError::PingUnanswered => f.write_str("no answer to Ping"),
+            SessionError::Closed(r) => write!(f, "the master sent Close ({r})"),
         }
     }
 }
 
+impl std::error::Error for SessionError {}
+
 /// Why a connection ended.
 enum End {
     Shutdown,
-    Lost(String),
+    Lost(SessionError),
     /// The master address changed on reload.
     Readdress,
 }
 
-/// The subagent: owns the cache and runs sessions until shut down.
+/// The subagent: the agent, the source's reading thread, and the connection to the master.
 pub struct Subagent {
     cfg: SessionConfig,
-    cache: Cache,
+    agent: Agent,
+    reader: SourceReader,
     packet_id: u32,
     out: Vec<u8>,
     caps_error_logged: bool,
     /// Reconnection delays; reset by a successful Open, replaced by a reload.
     backoff: Backoff,
+    /// A read whose request stopped waiting for it; its result is still used.
+    late_read: Option<oneshot::Receiver<Result<Vec<MemoryType>, SourceError>>>,
 }
 
 impl Subagent {
-    pub fn new(cfg: SessionConfig, cache: Cache) -> Self {
+    pub fn new(cfg: SessionConfig, agent: Agent, reader: SourceReader) -> Self {
         Subagent {
             backoff: Backoff::new(cfg.backoff_min, cfg.backoff_max),
             cfg,
-            cache,
+            agent,
+            reader,
             packet_id: 0,
             out: Vec::with_capacity(64 * 1024),
             caps_error_logged: false,
+            late_read: None,
         }
     }
 
     /// Runs until a Shutdown control message. A master that is absent is waited for.
     pub async fn run(mut self, mut control: mpsc::Receiver<Control>) {
+        // One read at start-up: it shows at once whether the source works (as the
+        // configured user), and it defines the rows "present at start-up". After this,
+        // reads happen only on demand.
+        if self.startup_read(&mut control).await.is_err() {
+            return;
+        }
         let mut down_log = RateLimited::new(Duration::from_secs(10));
         loop {
             let attempt = tokio::select! {
                 r = self.open_session() => r,
                 c = control.recv() => match c {
-                    Some(Control::Reload(s, c)) => { self.apply(s, c); continue; }
+                    Some(Control::Reload(s, a)) => { self.apply(s, a); continue; }
                     Some(Control::Shutdown) | None => return,
                 },
             };
             match attempt {
-                Ok((stream, session_id, reader)) => {
+                Ok((conn, session_id, frames)) => {
                     self.backoff.reset();
                     down_log.reset();
                     tracing::info!(
                         "connected to the AgentX master at {}, session {session_id}",
                         self.cfg.master
                     );
-                    match self.serve(stream, session_id, reader, &mut control).await {
+                    match self.serve(conn, session_id, frames, &mut control).await {
                         End::Shutdown => return,
                         End::Readdress => continue,
                         End::Lost(why) => {
@@ -175,8 +183,8 @@ impl Subagent {
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 c = control.recv() => match c {
-                    Some(Control::Reload(s, c)) => {
-                        self.apply(s, c);
+                    Some(Control::Reload(s, a)) => {
+                        self.apply(s, a);
                     }
                     Some(Control::Shutdown) | None => return,
                 },
@@ -184,27 +192,72 @@ impl Subagent {
         }
     }
 
+    /// The read at start-up. Err: shut down while waiting.
+    async fn startup_read(&mut self, control: &mut mpsc::Receiver<Control>) -> Result<(), ()> {
+        let now = Instant::now();
+        if !self.agent.read_due(now) {
+            return Ok(());
+        }
+        self.agent.read_started(now);
+        let mut rx = self.reader.read();
+        let deadline = tokio::time::sleep(STARTUP_READ_WAIT);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                r = &mut rx => {
+                    self.finish_read(r);
+                    return Ok(());
+                }
+                _ = &mut deadline => {
+                    self.agent.read_overdue(Instant::now());
+                    self.late_read = Some(rx);
+                    return Ok(());
+                }
+                c = control.recv() => match c {
+                    Some(Control::Reload(s, a)) => { self.apply(s, a); }
+                    Some(Control::Shutdown) | None => return Err(()),
+                },
+            }
+        }
+    }
+
+    fn finish_read(
+        &mut self,
+        r: Result<Result<Vec<MemoryType>, SourceError>, oneshot::error::RecvError>,
+    ) {
+        let result = r.unwrap_or_else(|_| {
+            Err(SourceError::Unavailable {
+                message: format!("{}: the reading thread has stopped", self.reader.name()),
+            })
+        });
+        self.agent.read_finished(result, Instant::now());
+    }
+
     /// Applies reloaded settings; true when the master address changed.
-    fn apply(&mut self, s: SessionConfig, c: CacheConfig) -> bool {
+    fn apply(&mut self, s: SessionConfig, a: AgentSettings) -> bool {
         let readdress = s.master != self.cfg.master;
         self.backoff = Backoff::new(s.backoff_min, s.backoff_max);
         self.cfg = s;
-        self.cache.set_config(c);
+        self.agent.set_settings(a);
         tracing::info!("configuration reloaded");
         readdress
     }
 
-    fn next_packet_id(&mut self) -> u32 {
+    fn next_ids(&mut self, session_id: u32) -> HeaderIds {
         self.packet_id = self.packet_id.wrapping_add(1);
-        self.packet_id
+        HeaderIds {
+            session_id,
+            transaction_id: 0,
+            packet_id: self.packet_id,
+        }
     }
 
     /// Connects, Opens, Registers and (optionally) adds agent capabilities.
-    async fn open_session(&mut self) -> Result<(Connection, u32, FrameReader), String> {
-        let stream = Connection::connect(&self.cfg.master)
+    async fn open_session(&mut self) -> Result<(Connection, u32, FrameReader), SessionError> {
+        let conn = Connection::connect(&self.cfg.master)
             .await
-            .map_err(|e| e.to_string())?;
-        let mut reader = FrameReader { buf: Vec::new() };
+            .map_err(SessionError::Connect)?;
+        let mut frames = FrameReader::new();
         let root = Oid::from_slice(MEMSTAT_MIB_ROOT);
 
         let open = Payload::Open {
@@ -214,17 +267,14 @@ impl Subagent {
         };
         // The master's sysUpTime as we last knew it, to tell a restarted master (its uptime
         // went backwards) from a dropped connection.
-        let before = self
-            .cache
-            .master_uptime_known()
-            .then(|| self.cache.master_uptime_now());
-        let (session_id, error) = self.admin(&stream, &mut reader, 0, open).await?;
+        let before = self.agent.master_uptime_now(Instant::now());
+        let (session_id, error) = self.admin(&conn, &mut frames, 0, open).await?;
         if error != ResError::NO_ERROR {
-            return Err(format!("Open refused: {}", error.name()));
+            return Err(SessionError::Refused("Open", error));
         }
-        let restarted =
-            before.is_some_and(|b| self.cache.master_uptime_now().saturating_add(100) < b);
-        self.cache.new_session(restarted);
+        let after = self.agent.master_uptime_now(Instant::now()).unwrap_or(0);
+        let restarted = before.is_some_and(|b| after.saturating_add(100) < b);
+        self.agent.new_master_session(restarted);
         let register = Payload::Register {
             timeout: 0,
             priority: 127,
@@ -232,59 +282,49 @@ impl Subagent {
             subtree: root.clone(),
             upper_bound: None,
         };
-        let (_, error) = self
-            .admin(&stream, &mut reader, session_id, register)
-            .await?;
+        let (_, error) = self.admin(&conn, &mut frames, session_id, register).await?;
         if error != ResError::NO_ERROR {
-            return Err(format!("Register of {root} refused: {}", error.name()));
+            return Err(SessionError::Refused("Register", error));
         }
         if self.cfg.agent_caps {
             let caps = Payload::AddAgentCaps {
                 id: root.clone(),
                 descr: b"MEMSTAT-MIB: kernel memory allocator statistics".to_vec(),
             };
-            let (_, error) = self.admin(&stream, &mut reader, session_id, caps).await?;
+            let (_, error) = self.admin(&conn, &mut frames, session_id, caps).await?;
             // OpenBSD's snmpd answers processingError: not worth failing the session for.
             if error != ResError::NO_ERROR && !self.caps_error_logged {
                 self.caps_error_logged = true;
                 tracing::warn!(
-                    "the master refused AddAgentCaps ({}); sysORTable will not list MEMSTAT-MIB",
-                    error.name()
+                    "the master refused AddAgentCaps ({error}); sysORTable will not list MEMSTAT-MIB"
                 );
             }
         }
-        Ok((stream, session_id, reader))
+        Ok((conn, session_id, frames))
     }
 
     /// Sends an administrative PDU and waits for its Response. Returns the session ID from
     /// the Response header and res.error.
     async fn admin(
         &mut self,
-        stream: &Connection,
-        reader: &mut FrameReader,
+        conn: &Connection,
+        frames: &mut FrameReader,
         session_id: u32,
         payload: Payload,
-    ) -> Result<(u32, ResError), String> {
-        let packet_id = self.next_packet_id();
+    ) -> Result<(u32, ResError), SessionError> {
+        let ids = self.next_ids(session_id);
         let kind = payload.pdu_type().name();
         let mut buf = Vec::new();
-        Pdu::new(session_id, 0, packet_id, payload).encode(&mut buf);
-        stream
-            .write_all(&buf)
-            .await
-            .map_err(|e| format!("write {kind}: {e}"))?;
+        Pdu::with_ids(ids, payload).encode(&mut buf);
+        conn.write_all(&buf).await.map_err(SessionError::Write)?;
         let deadline = tokio::time::Instant::now() + ADMIN_TIMEOUT;
         loop {
-            let frame = tokio::time::timeout_at(deadline, reader.next(stream))
+            let frame = tokio::time::timeout_at(deadline, frames.next(conn))
                 .await
-                .map_err(|_| format!("no Response to {kind} within {ADMIN_TIMEOUT:?}"))??;
+                .map_err(|_| SessionError::NoResponse(kind))?
+                .map_err(SessionError::Connection)?;
             if let Frame::Pdu(Pdu {
-                ids:
-                    HeaderIds {
-                        session_id,
-                        packet_id: p,
-                        ..
-                    },
+                ids: got,
                 payload:
                     Payload::Response {
                         sys_uptime, error, ..
@@ -292,9 +332,9 @@ impl Subagent {
                 ..
             }) = frame
             {
-                if p == packet_id {
-                    self.cache.note_master_uptime(sys_uptime);
-                    return Ok((session_id, error));
+                if got.packet_id == ids.packet_id {
+                    self.agent.master_uptime(sys_uptime, Instant::now());
+                    return Ok((got.session_id, error));
                 }
             }
             // Anything else before registration completes is not for us yet.
@@ -306,7 +346,7 @@ impl Subagent {
         &mut self,
         conn: Connection,
         session_id: u32,
-        mut reader: FrameReader,
+        mut frames: FrameReader,
         control: &mut mpsc::Receiver<Control>,
     ) -> End {
         let ping_every = self.cfg.ping_interval;
@@ -320,60 +360,76 @@ impl Subagent {
         let timer = tokio::time::sleep_until(far());
         tokio::pin!(timer);
         loop {
-            let wake = match (ping_pending, next_ping) {
-                (Some((_, d)), _) => Some(d),
-                (None, n) => n,
+            let ping_wake = match ping_pending {
+                Some((_, d)) => Some(d),
+                None => next_ping,
             };
-            let deadline = wake.unwrap_or_else(|| timer.deadline());
+            // Never in the past: the timer must not spin.
+            let soon = tokio::time::Instant::now() + Duration::from_millis(10);
+            let tick_wake = self
+                .agent
+                .next_tick()
+                .map(|t| tokio::time::Instant::from_std(t).max(soon));
+            let deadline = match (ping_wake, tick_wake) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b).unwrap_or_else(|| timer.deadline().max(far())),
+            };
             if timer.deadline() != deadline {
                 timer.as_mut().reset(deadline);
             }
             tokio::select! {
-                frame = reader.next(&conn) => {
+                frame = frames.next(&conn) => {
                     let frame = match frame {
                         Ok(f) => f,
-                        Err(e) => return End::Lost(e),
+                        Err(e) => return End::Lost(SessionError::Connection(e)),
                     };
-                    match self.handle(frame, &mut ping_pending) {
-                        Ok(true) => {
-                            if let Err(e) = conn.write_all(&self.out).await {
-                                return End::Lost(format!("write: {e}"));
-                            }
-                        }
-                        Ok(false) => {}
-                        Err(e) => return End::Lost(e),
+                    if let Err(end) = self.on_frame(&conn, frame, &mut ping_pending, control).await {
+                        return end;
                     }
+                }
+                r = async {
+                    match self.late_read.as_mut() {
+                        Some(rx) => rx.await,
+                        None => std::future::pending().await,
+                    }
+                }, if self.late_read.is_some() => {
+                    self.late_read = None;
+                    self.finish_read(r);
                 }
                 _ = &mut timer => {
-                    if ping_pending.is_some() {
-                        return End::Lost("no answer to Ping".into());
+                    let now = tokio::time::Instant::now();
+                    self.agent.tick(now.into_std());
+                    if let Some((_, d)) = ping_pending {
+                        if now >= d {
+                            return End::Lost(SessionError::PingUnanswered);
+                        }
+                    } else if next_ping.is_some_and(|n| now >= n) {
+                        let ids = self.next_ids(session_id);
+                        let mut buf = Vec::new();
+                        Pdu::with_ids(ids, Payload::Ping).encode(&mut buf);
+                        if let Err(e) = conn.write_all(&buf).await {
+                            return End::Lost(SessionError::Write(e));
+                        }
+                        ping_pending = Some((ids.packet_id, now + ADMIN_TIMEOUT));
+                        next_ping = Some(now + ping_every);
                     }
-                    if next_ping.is_none() {
-                        // Pings are off: the timer only marks time.
+                    if timer.deadline() <= now {
                         timer.as_mut().reset(far());
-                        continue;
                     }
-                    let id = self.next_packet_id();
-                    let mut buf = Vec::new();
-                    Pdu::new(session_id, 0, id, Payload::Ping).encode(&mut buf);
-                    if let Err(e) = conn.write_all(&buf).await {
-                        return End::Lost(format!("write Ping: {e}"));
-                    }
-                    ping_pending = Some((id, tokio::time::Instant::now() + ADMIN_TIMEOUT));
-                    next_ping = Some(tokio::time::Instant::now() + ping_every);
                 }
                 c = control.recv() => match c {
-                    Some(Control::Reload(s, c)) => {
-                        if self.apply(s, c) {
-                            let _ = close(&conn, session_id, self.next_packet_id(), CloseReason::SHUTDOWN).await;
+                    Some(Control::Reload(s, a)) => {
+                        if self.apply(s, a) {
+                            let ids = self.next_ids(session_id);
+                            let _ = close(&conn, ids, CloseReason::SHUTDOWN).await;
                             return End::Readdress;
                         }
                         let every = self.cfg.ping_interval;
                         next_ping = (!every.is_zero()).then(|| tokio::time::Instant::now() + every);
                     }
                     Some(Control::Shutdown) | None => {
-                        let id = self.next_packet_id();
-                        if let Err(e) = close(&conn, session_id, id, CloseReason::SHUTDOWN).await {
+                        let ids = self.next_ids(session_id);
+                        if let Err(e) = close(&conn, ids, CloseReason::SHUTDOWN).await {
                             tracing::warn!("sending Close: {e}");
                         }
                         tracing::info!("closed the AgentX session");
@@ -384,221 +440,100 @@ impl Subagent {
         }
     }
 
-    /// Handles one frame from the master, leaving any reply in `self.out`. Returns whether
-    /// there is a reply to send, or why the connection must end.
-    fn handle(
+    /// One frame from the master: a request goes to the agent, a Response may answer our
+    /// Ping, a Close ends the connection.
+    async fn on_frame(
         &mut self,
+        conn: &Connection,
         frame: Frame,
         ping_pending: &mut Option<(u32, tokio::time::Instant)>,
-    ) -> Result<bool, String> {
-        self.out.clear();
+        control: &mut mpsc::Receiver<Control>,
+    ) -> Result<(), End> {
         let pdu = match frame {
             Frame::Pdu(p) => p,
             Frame::Bad(h, e) => {
                 tracing::debug!("answering parseError: {e}");
-                self.response(&h.ids, ResError::PARSE_ERROR, 0).finish();
-                return Ok(true);
+                self.agent.handle_undecodable(&h, &mut self.out);
+                return self.send(conn).await;
             }
         };
-        let ids = pdu.ids;
-        match pdu.payload {
-            Payload::Get { ranges } => {
-                // Reading the daemon's scalars never triggers a refresh.
-                let view = if ranges.iter().all(|r| mib::is_scalar(r.start.as_slice())) {
-                    self.cache.peek(ids.transaction_id)
-                } else {
-                    self.cache.view_for(ids.transaction_id, &[], false)
-                };
-                let status = || self.cache.status();
-                let mut w = ResponseWriter::begin(&mut self.out, ids, 0, ResError::NO_ERROR, 0);
-                for r in &ranges {
-                    w.push(&r.start, &view.get(r.start.as_slice(), &status));
-                }
-                w.finish();
-            }
-            Payload::GetNext { ranges } => {
-                // First without refreshing: when every answer is a scalar, the snapshot did
-                // not matter and no refresh is due.
-                let peeked = self.cache.peek(ids.transaction_id);
-                let mut found = self.next_all(&peeked, &ranges);
-                let scalars_only = found
-                    .iter()
-                    .all(|(o, v)| *v != Value::EndOfMibView && mib::is_scalar(o.as_slice()));
-                if !scalars_only {
-                    let view = self.view_for_search(ids.transaction_id, &ranges);
-                    if !std::sync::Arc::ptr_eq(&view, &peeked) {
-                        found = self.next_all(&view, &ranges);
-                    }
-                }
-                let mut w = ResponseWriter::begin(&mut self.out, ids, 0, ResError::NO_ERROR, 0);
-                for (o, v) in &found {
-                    w.push(o, v);
-                }
-                w.finish();
-                if !scalars_only {
-                    for (i, (o, v)) in found.into_iter().enumerate() {
-                        if v != Value::EndOfMibView {
-                            self.cache.note_returned(ids.transaction_id, i, o);
-                        }
-                    }
-                }
-            }
-            Payload::GetBulk {
-                non_repeaters,
-                max_repetitions,
-                ranges,
-            } => self.get_bulk(ids, non_repeaters, max_repetitions, &ranges),
-            Payload::TestSet { .. } => {
-                // Read-only: every Set fails at its first varbind.
-                self.response(&ids, ResError::NOT_WRITABLE, 1).finish();
-            }
-            Payload::CommitSet | Payload::UndoSet => {
-                self.response(&ids, ResError::NO_ERROR, 0).finish();
-            }
-            // RFC 2741 §7.2.4.3: CleanupSet gets no Response.
-            Payload::CleanupSet => return Ok(false),
+        match &pdu.payload {
             Payload::Response {
                 sys_uptime, error, ..
             } => {
                 if let Some((id, _)) = *ping_pending {
-                    if id == ids.packet_id {
+                    if id == pdu.ids.packet_id {
                         *ping_pending = None;
-                        self.cache.note_master_uptime(sys_uptime);
-                        if error != ResError::NO_ERROR {
-                            return Err(format!("Ping answered {}", error.name()));
+                        self.agent.master_uptime(*sys_uptime, Instant::now());
+                        if *error != ResError::NO_ERROR {
+                            return Err(End::Lost(SessionError::PingFailed(*error)));
                         }
                     }
                 }
-                return Ok(false);
+                Ok(())
             }
-            Payload::Close { reason } => {
-                return Err(format!("the master sent Close ({})", reason.name()));
-            }
-            // PDUs a master never sends to a subagent.
-            _ => {
-                self.response(&ids, ResError::PARSE_ERROR, 0).finish();
-            }
-        }
-        if self.out.len() > HEADER_LEN + MAX_PAYLOAD {
-            // Only a request with thousands of ranges gets here; the master could not take
-            // the answer, so say so instead.
-            self.out.clear();
-            self.response(&ids, ResError::TOO_BIG, 0).finish();
-        }
-        Ok(true)
-    }
-
-    fn response(&mut self, ids: &HeaderIds, error: ResError, index: u16) -> ResponseWriter<'_> {
-        ResponseWriter::begin(&mut self.out, *ids, 0, error, index)
-    }
-
-    /// One GetNext step for every range, from `view`.
-    fn next_all(&self, view: &MibView, ranges: &[SearchRange]) -> Vec<(Oid, Value)> {
-        let status = || self.cache.status();
-        ranges
-            .iter()
-            .map(|r| next_of(view, r, r.include, &r.start, &status))
-            .collect()
-    }
-
-    fn view_for_search(&mut self, txn: u32, ranges: &[SearchRange]) -> std::sync::Arc<MibView> {
-        let starts: Vec<&Oid> = ranges.iter().map(|r| &r.start).collect();
-        self.cache.view_for(txn, &starts, true)
-    }
-
-    /// RFC 2741 §7.2.3.3: the first `non_repeaters` ranges once, then the rest repeatedly,
-    /// each repetition continuing from the previous one's result.
-    fn get_bulk(
-        &mut self,
-        ids: HeaderIds,
-        non_repeaters: u16,
-        max_repetitions: u16,
-        ranges: &[SearchRange],
-    ) {
-        let view = self.view_for_search(ids.transaction_id, ranges);
-        let n = (non_repeaters as usize).min(ranges.len());
-        let mut last: Vec<(usize, Oid)> = Vec::new();
-        {
-            let status = || self.cache.status();
-            let mut w = ResponseWriter::begin(&mut self.out, ids, 0, ResError::NO_ERROR, 0);
-            for (i, r) in ranges[..n].iter().enumerate() {
-                let (o, v) = next_of(&view, r, r.include, &r.start, &status);
-                w.push(&o, &v);
-                if v != Value::EndOfMibView {
-                    last.push((i, o));
-                }
-            }
-            let repeaters = &ranges[n..];
-            // Per repeater: where the next repetition continues, with which include flag,
-            // and whether it already reached endOfMibView.
-            let mut cursor: Vec<(Oid, bool, bool)> = repeaters
-                .iter()
-                .map(|r| (r.start.clone(), r.include, false))
-                .collect();
-            for _ in 0..max_repetitions {
-                if repeaters.is_empty() || cursor.iter().all(|c| c.2) {
-                    break;
-                }
-                // Only whole repetitions go out: one that would make the Response too big
-                // for the master (64 KiB) is taken back, and the answer stops before it.
-                let checkpoint = w.checkpoint();
-                let saved = cursor.clone();
-                for (j, r) in repeaters.iter().enumerate() {
-                    let (start, include, done) = &cursor[j];
-                    if *done {
-                        w.push(&r.start, &Value::EndOfMibView);
-                        continue;
+            Payload::Close { reason } => Err(End::Lost(SessionError::Closed(*reason))),
+            _ => match self.agent.handle(&pdu, Instant::now(), true, &mut self.out) {
+                Handled::Reply => self.send(conn).await,
+                Handled::NoReply => Ok(()),
+                Handled::NeedsRead => {
+                    self.read_for(&pdu, control).await?;
+                    if self.agent.handle(&pdu, Instant::now(), false, &mut self.out)
+                        == Handled::Reply
+                    {
+                        self.send(conn).await?;
                     }
-                    let (o, v) = next_of(&view, r, *include, start, &status);
-                    w.push(&o, &v);
-                    if v == Value::EndOfMibView {
-                        cursor[j].2 = true;
-                    } else {
-                        cursor[j] = (o, false, false);
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// Has the source read for a request, waiting at most [`READ_WAIT`]; the master, the
+    /// timers and reloads wait meanwhile, a shutdown does not.
+    async fn read_for(&mut self, pdu: &Pdu, control: &mut mpsc::Receiver<Control>) -> Result<(), End> {
+        let started = Instant::now();
+        self.agent.read_started(started);
+        let mut rx = self.reader.read();
+        let deadline = tokio::time::sleep(READ_WAIT);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                r = &mut rx => {
+                    self.finish_read(r);
+                    return Ok(());
+                }
+                _ = &mut deadline => {
+                    tracing::debug!(
+                        "transaction {}: no snapshot after {READ_WAIT:?}, answering from the last one",
+                        pdu.ids.transaction_id
+                    );
+                    self.agent.read_overdue(Instant::now());
+                    self.late_read = Some(rx);
+                    return Ok(());
+                }
+                c = control.recv() => match c {
+                    Some(Control::Reload(s, a)) => {
+                        if self.apply(s, a) {
+                            return Err(End::Readdress);
+                        }
                     }
-                }
-                if w.payload_len() > BULK_RESPONSE_BUDGET {
-                    w.rollback(checkpoint);
-                    cursor = saved;
-                    break;
-                }
+                    Some(Control::Shutdown) | None => return Err(End::Shutdown),
+                },
             }
-            for (j, c) in cursor.into_iter().enumerate() {
-                if !c.2 && c.0 != repeaters[j].start {
-                    last.push((n + j, c.0));
-                }
-            }
-            w.finish();
         }
-        for (i, o) in last {
-            self.cache.note_returned(ids.transaction_id, i, o);
-        }
+    }
+
+    async fn send(&mut self, conn: &Connection) -> Result<(), End> {
+        conn.write_all(&self.out)
+            .await
+            .map_err(|e| End::Lost(SessionError::Write(e)))
     }
 }
 
-/// One GetNext step: the next instance after `from` within the range, or endOfMibView named
-/// by the range's start OID.
-fn next_of(
-    view: &MibView,
-    r: &SearchRange,
-    include: bool,
-    from: &Oid,
-    status: &dyn Fn() -> crate::mib::DaemonStatus,
-) -> (Oid, Value) {
-    match view.get_next(from.as_slice(), include, r.end.as_slice(), status) {
-        Some(found) => found,
-        None => (r.start.clone(), Value::EndOfMibView),
-    }
-}
-
-async fn close(
-    conn: &Connection,
-    session_id: u32,
-    packet_id: u32,
-    reason: CloseReason,
-) -> std::io::Result<()> {
+async fn close(conn: &Connection, ids: HeaderIds, reason: CloseReason) -> std::io::Result<()> {
     let mut buf = Vec::new();
-    Pdu::new(session_id, 0, packet_id, Payload::Close { reason }).encode(&mut buf);
+    Pdu::with_ids(ids, Payload::Close { reason }).encode(&mut buf);
     conn.write_all(&buf).await?;
     conn.shutdown()
 }

@@ -7,7 +7,10 @@
 //! registered for readable events only, and Responses are written straight to the
 //! non-blocking socket: they are small, the send buffer is nearly always empty, and on the
 //! rare `WouldBlock` the writer retries after a millisecond until a deadline.
+//!
+//! Framing lives here too: [`FrameReader`] turns the byte stream into whole PDUs.
 
+use super::pdu::{DecodeError, Header, Pdu, HEADER_LEN};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -181,6 +184,84 @@ impl Connection {
     }
 }
 
+/// Why a connection cannot go on.
+#[derive(Debug)]
+pub enum ConnectionError {
+    /// The master closed the stream.
+    Closed,
+    Io(io::Error),
+    /// A header we cannot frame by (bad version, oversized or unaligned payload): nothing
+    /// after it can be trusted.
+    Framing(DecodeError),
+}
+
+impl fmt::Display for ConnectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectionError::Closed => f.write_str("the master closed the connection"),
+            ConnectionError::Io(e) => write!(f, "read: {e}"),
+            ConnectionError::Framing(e) => write!(f, "framing lost: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectionError {}
+
+/// One frame from the master.
+pub enum Frame {
+    Pdu(Pdu),
+    /// A frame whose header was fine but whose payload was not: it gets parseError.
+    Bad(Header, DecodeError),
+}
+
+/// Reads whole frames. [`next`](Self::next) is cancel-safe: bytes read before a
+/// cancellation stay in the buffer for the next call.
+#[derive(Default)]
+pub struct FrameReader {
+    buf: Vec<u8>,
+}
+
+impl FrameReader {
+    pub fn new() -> FrameReader {
+        FrameReader::default()
+    }
+
+    /// The next frame from `conn`.
+    pub async fn next(&mut self, conn: &Connection) -> Result<Frame, ConnectionError> {
+        loop {
+            if let Some(frame) = self.take_frame()? {
+                return Ok(frame);
+            }
+            let n = conn
+                .read_some(&mut self.buf)
+                .await
+                .map_err(ConnectionError::Io)?;
+            if n == 0 {
+                return Err(ConnectionError::Closed);
+            }
+        }
+    }
+
+    /// A whole frame from the buffer, if it holds one.
+    fn take_frame(&mut self) -> Result<Option<Frame>, ConnectionError> {
+        if self.buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let h = Header::decode(&self.buf).map_err(ConnectionError::Framing)?;
+        let len = h.frame_len();
+        if self.buf.len() < len {
+            return Ok(None);
+        }
+        let frame = match Pdu::decode(&self.buf[..len]) {
+            Ok(p) => Frame::Pdu(p),
+            Err(e) if !e.fatal() => Frame::Bad(h, e),
+            Err(e) => return Err(ConnectionError::Framing(e)),
+        };
+        self.buf.drain(..len);
+        Ok(Some(frame))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +301,31 @@ mod tests {
         assert_eq!(buf, b"abc");
         drop(peer);
         assert_eq!(conn.read_some(&mut buf).await.unwrap(), 0, "EOF");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn frames_split_across_reads_come_out_whole() {
+        use super::super::pdu::Payload;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let conn = Connection::connect(&MasterAddr::Unix(path)).await.unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        let mut bytes = Vec::new();
+        Pdu::new(1, 2, 3, Payload::Ping).encode(&mut bytes);
+        Pdu::new(1, 2, 4, Payload::CommitSet).encode(&mut bytes);
+        let mut reader = FrameReader::new();
+        peer.write_all(&bytes[..7]).unwrap();
+        let wait = tokio::time::timeout(Duration::from_millis(50), reader.next(&conn)).await;
+        assert!(wait.is_err(), "half a header is not a frame");
+        peer.write_all(&bytes[7..]).unwrap();
+        for want in [3, 4] {
+            match reader.next(&conn).await.unwrap() {
+                Frame::Pdu(p) => assert_eq!(p.ids.packet_id, want),
+                Frame::Bad(_, e) => panic!("{e}"),
+            }
+        }
+        drop(peer);
+        assert!(matches!(reader.next(&conn).await, Err(ConnectionError::Closed)));
     }
 }

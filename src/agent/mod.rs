@@ -1,0 +1,467 @@
+//! The agent: answers one decoded request PDU from the snapshot store, with no I/O.
+//!
+//! The AgentX session (`agentx::session`) owns the connection and hands every request PDU
+//! to [`Agent::handle`], which writes the Response into a buffer. The parts the agent is
+//! made of each have one job and their own tests:
+//! - [`store`]: the refresh policy, the refresh statistics and the current view;
+//! - [`rows`]: stable row indexes, discontinuity times and the master's clock;
+//! - [`walks`]: the live views and the walks parked on them;
+//! - [`scalars`]: the daemon's own scalars.
+//!
+//! Reading the source is the one step that may block. The agent never does it: when a
+//! request needs a fresh snapshot, [`Agent::handle`] answers [`Handled::NeedsRead`] and
+//! writes nothing. The caller reads the source off the runtime thread, hands the result to
+//! [`Agent::read_finished`] (or gives up waiting with [`Agent::read_overdue`]) and calls
+//! `handle` again with `may_read = false`. [`Agent::answer_blocking`] does all of this
+//! inline, for tests and benchmarks.
+
+pub mod rows;
+pub mod scalars;
+pub mod store;
+pub mod walks;
+
+use crate::agentx::pdu::{
+    Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN,
+    MAX_PAYLOAD,
+};
+use crate::index::StableIndexes;
+use crate::memstat::{MemoryType, SourceError};
+use crate::mib::{self, DaemonStatus, MibView};
+use crate::oid::Oid;
+use crate::value::Value;
+use rows::RowIdentity;
+use scalars::DaemonScalars;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use store::SnapshotStore;
+use walks::{Continuation, WalkTracker};
+
+/// The largest Response payload we send: net-snmp refuses PDUs over 64 KiB. A GetBulk stops
+/// at the last whole repetition that fits; a Get or GetNext that cannot fit answers tooBig.
+const RESPONSE_BUDGET: usize = MAX_PAYLOAD;
+
+/// The agent's tunables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// A new walk or a Get gets figures no older than this while nothing else walks.
+    pub max_age: Duration,
+    /// A walk stays on its snapshot for this long, and a parked walk is remembered for
+    /// this long after its last request.
+    pub walk_window: Duration,
+}
+
+/// What [`Agent::handle`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handled {
+    /// A Response is in the buffer.
+    Reply,
+    /// The PDU gets no Response (CleanupSet).
+    NoReply,
+    /// The request needs a fresh snapshot first; nothing was written.
+    NeedsRead,
+}
+
+/// Counters of how continuations were decided, for tests and diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    pub continued: u64,
+    pub ambiguous: u64,
+    pub repeated: u64,
+}
+
+/// The agent: the snapshot store, row identity, walk tracking and the daemon's scalars.
+pub struct Agent {
+    store: SnapshotStore,
+    rows: RowIdentity,
+    walks: WalkTracker,
+    scalars: DaemonScalars,
+    settings: AgentSettings,
+    empty: Arc<MibView>,
+    stats: WalkStats,
+}
+
+impl Agent {
+    pub fn new(
+        source_name: String,
+        indexes: StableIndexes,
+        settings: AgentSettings,
+        now: Instant,
+    ) -> Agent {
+        Agent {
+            store: SnapshotStore::new(source_name, settings.max_age),
+            rows: RowIdentity::new(indexes),
+            walks: WalkTracker::new(settings.walk_window),
+            scalars: DaemonScalars::new(now),
+            settings,
+            empty: Arc::new(MibView::empty()),
+            stats: WalkStats::default(),
+        }
+    }
+
+    pub fn settings(&self) -> AgentSettings {
+        self.settings
+    }
+
+    pub fn set_settings(&mut self, settings: AgentSettings) {
+        self.settings = settings;
+        self.store.set_max_age(settings.max_age);
+        self.walks.set_window(settings.walk_window);
+    }
+
+    // --- the source ---------------------------------------------------------------------
+
+    /// True when the next request that wants figures would need a read (also used for the
+    /// one read at start-up).
+    pub fn read_due(&mut self, now: Instant) -> bool {
+        self.store.refresh_due(now) && self.walks.has_room(now)
+    }
+
+    /// The caller starts reading the source now.
+    pub fn read_started(&mut self, now: Instant) {
+        self.store.read_started(now);
+    }
+
+    /// The request waiting for the read gives up: it is answered from the last good
+    /// snapshot, marked stale, while the read goes on.
+    pub fn read_overdue(&mut self, now: Instant) {
+        self.store.read_overdue(now);
+    }
+
+    /// The read finished: a good one becomes the current view.
+    pub fn read_finished(&mut self, result: Result<Vec<MemoryType>, SourceError>, now: Instant) {
+        let Ok(snap) = self.store.read_finished(result) else {
+            return;
+        };
+        if !self.walks.has_room(now) {
+            // Only a read that finished after its request gave up can get here: the views
+            // filled up meanwhile. The bound on live views wins; the next request reads
+            // again.
+            tracing::debug!("dropping a late snapshot: {} views alive", self.live_views());
+            self.store.invalidate();
+            return;
+        }
+        let (view, problems) = self.rows.lay_out(snap, now);
+        for p in problems {
+            tracing::warn!("{p}");
+        }
+        let view = Arc::new(view);
+        self.walks.adopt(view.clone(), now);
+        self.store.install(view, now);
+    }
+
+    // --- the master ---------------------------------------------------------------------
+
+    /// The master's sysUpTime, from one of its Responses.
+    pub fn master_uptime(&mut self, ticks: u32, now: Instant) {
+        self.rows.master_uptime(ticks, now);
+    }
+
+    /// The master's sysUpTime now, as far as we know it.
+    pub fn master_uptime_now(&self, now: Instant) -> Option<u32> {
+        self.rows.clock().now(now)
+    }
+
+    /// A new session with the master began. No request of an earlier session comes back,
+    /// so every walk is forgotten. When the master restarted (its sysUpTime went back), the
+    /// discontinuity times start over, and the next request lays the view out again.
+    pub fn new_master_session(&mut self, master_restarted: bool) {
+        self.walks.reset();
+        if master_restarted {
+            self.rows.master_restarted();
+            self.store.invalidate();
+        }
+    }
+
+    // --- periodic work ------------------------------------------------------------------
+
+    /// Drops walk state and views that no walk can come back to.
+    pub fn tick(&mut self, now: Instant) {
+        self.walks.expire(now);
+    }
+
+    /// When [`tick`](Self::tick) next has work, if ever.
+    pub fn next_tick(&self) -> Option<Instant> {
+        self.walks.next_expiry()
+    }
+
+    // --- introspection ------------------------------------------------------------------
+
+    /// The daemon's scalars now.
+    pub fn status(&self, now: Instant) -> DaemonStatus {
+        self.scalars.status(&self.store, now)
+    }
+
+    /// Views alive now (the current one and those walks may still come back to).
+    pub fn live_views(&self) -> usize {
+        self.walks.live_views()
+    }
+
+    pub fn walk_stats(&self) -> WalkStats {
+        self.stats
+    }
+
+    // --- requests -----------------------------------------------------------------------
+
+    /// Answers one request PDU into `out` (which is cleared first). With `may_read`, a
+    /// request that needs a fresh snapshot returns [`Handled::NeedsRead`] instead.
+    pub fn handle(&mut self, pdu: &Pdu, now: Instant, may_read: bool, out: &mut Vec<u8>) -> Handled {
+        out.clear();
+        let ids = pdu.ids;
+        let handled = match &pdu.payload {
+            Payload::Get { ranges } => self.get(ids, ranges, now, may_read, out),
+            Payload::GetNext { ranges } => self.get_bulk(ids, ranges.len(), 0, ranges, now, may_read, out),
+            Payload::GetBulk {
+                non_repeaters,
+                max_repetitions,
+                ranges,
+            } => self.get_bulk(
+                ids,
+                usize::from(*non_repeaters).min(ranges.len()),
+                *max_repetitions,
+                ranges,
+                now,
+                may_read,
+                out,
+            ),
+            Payload::TestSet { .. } => {
+                // Read-only: every Set fails at its first varbind.
+                ResponseWriter::begin(out, ids, 0, ResError::NOT_WRITABLE, 1).finish();
+                Handled::Reply
+            }
+            Payload::CommitSet | Payload::UndoSet => {
+                ResponseWriter::begin(out, ids, 0, ResError::NO_ERROR, 0).finish();
+                Handled::Reply
+            }
+            // RFC 2741 §7.2.4.3: CleanupSet gets no Response.
+            Payload::CleanupSet => Handled::NoReply,
+            // PDUs a master never sends to a subagent.
+            _ => {
+                ResponseWriter::begin(out, ids, 0, ResError::PARSE_ERROR, 0).finish();
+                Handled::Reply
+            }
+        };
+        if handled == Handled::Reply && out.len() > HEADER_LEN + RESPONSE_BUDGET {
+            // Only a request with thousands of ranges gets here; the master could not take
+            // the answer, so say so instead.
+            out.clear();
+            ResponseWriter::begin(out, ids, 0, ResError::TOO_BIG, 0).finish();
+        }
+        handled
+    }
+
+    /// Answers a PDU whose header was sound but whose payload was not: parseError.
+    pub fn handle_undecodable(&mut self, header: &Header, out: &mut Vec<u8>) {
+        out.clear();
+        ResponseWriter::begin(out, header.ids, 0, ResError::PARSE_ERROR, 0).finish();
+    }
+
+    /// [`handle`](Self::handle) with the read done inline by `read`: the same answer path,
+    /// for tests and benchmarks. Returns whether there is a Response in `out`.
+    pub fn answer_blocking(
+        &mut self,
+        pdu: &Pdu,
+        now: Instant,
+        out: &mut Vec<u8>,
+        read: &mut dyn FnMut() -> Result<Vec<MemoryType>, SourceError>,
+    ) -> bool {
+        match self.handle(pdu, now, true, out) {
+            Handled::Reply => true,
+            Handled::NoReply => false,
+            Handled::NeedsRead => {
+                self.read_started(now);
+                let result = read();
+                self.read_finished(result, now);
+                self.handle(pdu, now, false, out) == Handled::Reply
+            }
+        }
+    }
+
+    /// The view for a request that does not continue a walk: the newest, unless a read is
+    /// due first (`Err`).
+    fn newest(&mut self, now: Instant, may_read: bool) -> Result<Arc<MibView>, Handled> {
+        if may_read && self.read_due(now) {
+            return Err(Handled::NeedsRead);
+        }
+        Ok(self.store.current().unwrap_or(&self.empty).clone())
+    }
+
+    fn get(
+        &mut self,
+        ids: HeaderIds,
+        ranges: &[SearchRange],
+        now: Instant,
+        may_read: bool,
+        out: &mut Vec<u8>,
+    ) -> Handled {
+        // Reading the daemon's scalars never triggers a refresh.
+        let view = if ranges.iter().all(|r| mib::is_scalar(r.start.as_slice())) {
+            None
+        } else {
+            match self.newest(now, may_read) {
+                Ok(v) => Some(v),
+                Err(h) => return h,
+            }
+        };
+        let mut status = None;
+        let mut w = ResponseWriter::begin(out, ids, 0, ResError::NO_ERROR, 0);
+        for r in ranges {
+            let oid = r.start.as_slice();
+            let value = match &view {
+                Some(v) if !mib::is_scalar(oid) => v.get(oid),
+                _ => mib::scalar_get(
+                    oid,
+                    status.get_or_insert_with(|| self.scalars.status(&self.store, now)),
+                ),
+            };
+            w.push(&r.start, &value);
+        }
+        w.finish();
+        Handled::Reply
+    }
+
+    /// GetNext (every range a non-repeater) and GetBulk, RFC 2741 §7.2.3.2 and §7.2.3.3.
+    #[allow(clippy::too_many_arguments)]
+    fn get_bulk(
+        &mut self,
+        ids: HeaderIds,
+        non_repeaters: usize,
+        max_repetitions: u16,
+        ranges: &[SearchRange],
+        now: Instant,
+        may_read: bool,
+        out: &mut Vec<u8>,
+    ) -> Handled {
+        let mut status: Option<DaemonStatus> = None;
+        // Which snapshot: the one a walk parked at one of the starts is on, else the
+        // newest. A request answered from the scalars alone needs no snapshot at all.
+        let starts: Vec<&[u32]> = ranges.iter().map(|r| r.start.as_slice()).collect();
+        let (continued, how) = self.walks.continuation(&starts, ids.transaction_id, now);
+        match how {
+            Continuation::None => {}
+            Continuation::Parked => self.stats.continued += 1,
+            Continuation::Repeated => self.stats.repeated += 1,
+            Continuation::Ambiguous => {
+                self.stats.ambiguous += 1;
+                tracing::debug!(
+                    "ambiguous continuation at {}: walks on two snapshots parked there",
+                    ranges[0].start
+                );
+            }
+        }
+        let view = match continued {
+            Some(v) => v,
+            None => {
+                let scalars_only = ranges.iter().all(|r| {
+                    mib::scalars_may_follow(r.start.as_slice())
+                        && mib::scalar_next(
+                            r.start.as_slice(),
+                            r.include,
+                            r.end.as_slice(),
+                            status.get_or_insert_with(|| self.scalars.status(&self.store, now)),
+                        )
+                        .is_some()
+                }) && (max_repetitions == 0 || non_repeaters == ranges.len());
+                if scalars_only {
+                    self.empty.clone()
+                } else {
+                    match self.newest(now, may_read) {
+                        Ok(v) => v,
+                        Err(h) => return h,
+                    }
+                }
+            }
+        };
+
+        let mut step = |from: &[u32], include: bool, end: &[u32]| -> Option<Step> {
+            if mib::scalars_may_follow(from) {
+                let st = status.get_or_insert_with(|| self.scalars.status(&self.store, now));
+                if let Some((oid, value)) = mib::scalar_next(from, include, end, st) {
+                    return Some(Step {
+                        oid,
+                        value,
+                        instance: None,
+                    });
+                }
+            }
+            view.get_next(from, include, end).map(|f| Step {
+                oid: f.oid,
+                value: f.value,
+                instance: Some(f.instance),
+            })
+        };
+
+        // Where each range stands after this request: its last answer, if it had one.
+        let mut parked: Vec<Option<u32>> = vec![None; ranges.len()];
+        let mut w = ResponseWriter::begin(out, ids, 0, ResError::NO_ERROR, 0);
+        for (i, r) in ranges[..non_repeaters].iter().enumerate() {
+            match step(r.start.as_slice(), r.include, r.end.as_slice()) {
+                Some(s) => {
+                    w.push(&s.oid, &s.value);
+                    parked[i] = s.instance;
+                }
+                None => w.push(&r.start, &Value::EndOfMibView),
+            }
+        }
+        let repeaters = &ranges[non_repeaters..];
+        // Per repeater: the name it returned last (None: nothing yet) and whether it is
+        // exhausted. §7.2.3.3: each repetition searches from the previous one's name, so
+        // once exhausted its endOfMibView carries that name (the range's start only when it
+        // returned nothing at all).
+        let mut last: Vec<(Option<Step>, bool)> = repeaters.iter().map(|_| (None, false)).collect();
+        for _ in 0..max_repetitions {
+            if repeaters.is_empty() || last.iter().all(|l| l.1) {
+                break;
+            }
+            // Only whole repetitions go out: one that would make the Response too big for
+            // the master is taken back, and the answer stops before it.
+            let checkpoint = w.checkpoint();
+            let saved = last.clone();
+            for (j, r) in repeaters.iter().enumerate() {
+                let (prev, done) = &last[j];
+                let name = prev.as_ref().map_or(&r.start, |s| &s.oid);
+                if *done {
+                    w.push(name, &Value::EndOfMibView);
+                    continue;
+                }
+                let (from, include) = match prev {
+                    Some(s) => (s.oid.as_slice(), false),
+                    None => (r.start.as_slice(), r.include),
+                };
+                match step(from, include, r.end.as_slice()) {
+                    Some(s) => {
+                        w.push(&s.oid, &s.value);
+                        last[j].0 = Some(s);
+                    }
+                    None => {
+                        w.push(name, &Value::EndOfMibView);
+                        last[j].1 = true;
+                    }
+                }
+            }
+            if w.payload_len() > RESPONSE_BUDGET {
+                w.rollback(checkpoint);
+                last = saved;
+                break;
+            }
+        }
+        w.finish();
+        for (j, (s, _)) in last.into_iter().enumerate() {
+            parked[non_repeaters + j] = s.and_then(|s| s.instance);
+        }
+        for instance in parked.into_iter().flatten() {
+            self.walks.park(&view, instance, ids.transaction_id, now);
+        }
+        Handled::Reply
+    }
+}
+
+/// One GetNext step's answer; `instance` is set when it came from the view (not a scalar).
+#[derive(Clone)]
+struct Step {
+    oid: Oid,
+    value: Value,
+    instance: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,268 @@
+//! The snapshot store: the refresh policy, the refresh statistics and the current view.
+//!
+//! The store never reads the source itself. It says when a read is due; the caller runs
+//! the read where it cannot block anything (see `reader.rs`) and hands the result back.
+//! That keeps this part synchronous, free of I/O, and testable with a clock of the test's
+//! choosing.
+
+use crate::memstat::{MemoryType, Snapshot, SourceError};
+use crate::mib::{MibView, SourceStatus};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Why the newest snapshot is not as fresh as it should be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefreshError {
+    /// The source could not be read or parsed.
+    Source(SourceError),
+    /// The read did not finish in the time a request may wait for it; it goes on, and its
+    /// result is used when it arrives.
+    Overdue { source: String, waited: Duration },
+}
+
+impl fmt::Display for RefreshError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefreshError::Source(e) => e.fmt(f),
+            RefreshError::Overdue { source, waited } => write!(
+                f,
+                "{source}: no answer after {:.1} s; the read goes on in the background",
+                waited.as_secs_f64()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RefreshError {}
+
+/// The snapshot store.
+pub struct SnapshotStore {
+    source_name: String,
+    max_age: Duration,
+    current: Option<(Arc<MibView>, Instant)>,
+    generation: u64,
+    refreshes: u64,
+    failures: u64,
+    last_attempt: Option<Instant>,
+    last_error: Option<RefreshError>,
+    /// When the read in flight started.
+    reading_since: Option<Instant>,
+    /// The current view must be laid out again (see [`invalidate`](Self::invalidate)).
+    outdated: bool,
+}
+
+impl SnapshotStore {
+    pub fn new(source_name: String, max_age: Duration) -> SnapshotStore {
+        SnapshotStore {
+            source_name,
+            max_age,
+            current: None,
+            generation: 0,
+            refreshes: 0,
+            failures: 0,
+            last_attempt: None,
+            last_error: None,
+            reading_since: None,
+            outdated: false,
+        }
+    }
+
+    pub fn set_max_age(&mut self, max_age: Duration) {
+        self.max_age = max_age;
+    }
+
+    pub fn source_name(&self) -> &str {
+        &self.source_name
+    }
+
+    /// True when a request that wants the newest figures should have the source read
+    /// first: the current view is at least `max_age` old, no read is in flight, and the
+    /// last attempt did not fail within `max_age` (a broken source costs one read per
+    /// `max_age`, not one per request).
+    pub fn refresh_due(&self, now: Instant) -> bool {
+        let young = |t: Instant| now.saturating_duration_since(t) < self.max_age;
+        let fresh = !self.outdated && self.current.as_ref().is_some_and(|(_, at)| young(*at));
+        let failed_recently = self.last_error.is_some() && self.last_attempt.is_some_and(young);
+        !fresh && !failed_recently && self.reading_since.is_none()
+    }
+
+    /// A read starts now.
+    pub fn read_started(&mut self, now: Instant) {
+        self.reading_since = Some(now);
+        self.last_attempt = Some(now);
+        self.refreshes += 1;
+    }
+
+    /// True while a read is in flight.
+    pub fn reading(&self) -> bool {
+        self.reading_since.is_some()
+    }
+
+    /// The request that waited for the read in flight gave up waiting: it is served from
+    /// the last good snapshot, which is now stale.
+    pub fn read_overdue(&mut self, now: Instant) {
+        if let Some(since) = self.reading_since {
+            self.fail(RefreshError::Overdue {
+                source: self.source_name.clone(),
+                waited: now.saturating_duration_since(since),
+            });
+        }
+    }
+
+    /// The read in flight finished. A good read becomes the next snapshot, numbered and
+    /// timed, for the caller to lay out and [`install`](Self::install).
+    pub fn read_finished(
+        &mut self,
+        result: Result<Vec<MemoryType>, SourceError>,
+    ) -> Result<Snapshot, RefreshError> {
+        self.reading_since = None;
+        match result {
+            Ok(types) => {
+                self.generation += 1;
+                Ok(Snapshot::new(
+                    self.generation,
+                    SystemTime::now(),
+                    self.source_name.clone(),
+                    types,
+                ))
+            }
+            Err(e) => {
+                let e = RefreshError::Source(e);
+                self.fail(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    fn fail(&mut self, e: RefreshError) {
+        self.failures += 1;
+        if self.last_error.as_ref() != Some(&e) {
+            tracing::warn!("refresh failed, serving the last good snapshot: {e}");
+        }
+        self.last_error = Some(e);
+    }
+
+    /// Makes `view` the newest snapshot, taken at `at`.
+    pub fn install(&mut self, view: Arc<MibView>, at: Instant) {
+        self.current = Some((view, at));
+        self.outdated = false;
+        if self.last_error.take().is_some() {
+            tracing::info!("source {} readable again", self.source_name);
+        }
+    }
+
+    /// Makes the next request that wants the newest figures read the source again, whatever
+    /// the age: the current view's layout is out of date. It is served until then.
+    pub fn invalidate(&mut self) {
+        self.outdated = true;
+    }
+
+    pub fn current(&self) -> Option<&Arc<MibView>> {
+        self.current.as_ref().map(|(v, _)| v)
+    }
+
+    /// How old the newest snapshot is.
+    pub fn age(&self, now: Instant) -> Option<Duration> {
+        self.current
+            .as_ref()
+            .map(|(_, at)| now.saturating_duration_since(*at))
+    }
+
+    pub fn refreshes(&self) -> u64 {
+        self.refreshes
+    }
+
+    pub fn failures(&self) -> u64 {
+        self.failures
+    }
+
+    pub fn last_error(&self) -> Option<&RefreshError> {
+        self.last_error.as_ref()
+    }
+
+    /// memSourceStatus.
+    pub fn status(&self) -> SourceStatus {
+        match (&self.current, &self.last_error) {
+            (None, _) => SourceStatus::Error,
+            (Some(_), Some(_)) => SourceStatus::Stale,
+            (Some(_), None) => SourceStatus::Ok,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memstat::Allocator;
+
+    fn types() -> Vec<MemoryType> {
+        vec![MemoryType::new(Allocator::Slab, "kmalloc-64")]
+    }
+
+    fn install(s: &mut SnapshotStore, snap: Snapshot, at: Instant) {
+        let n = snap.types.len();
+        let idx: Vec<u32> = (1..=n as u32).collect();
+        s.install(Arc::new(MibView::new(Arc::new(snap), &idx, &vec![0; n])), at);
+    }
+
+    #[test]
+    fn a_read_is_due_only_when_the_view_is_older_than_max_age() {
+        let t0 = Instant::now();
+        let mut s = SnapshotStore::new("fixture:x".into(), Duration::from_secs(5));
+        assert!(s.refresh_due(t0), "nothing read yet");
+        assert_eq!(s.status(), SourceStatus::Error);
+        s.read_started(t0);
+        assert!(!s.refresh_due(t0), "one read at a time");
+        let snap = s.read_finished(Ok(types())).unwrap();
+        assert_eq!(snap.generation, 1);
+        install(&mut s, snap, t0);
+        assert_eq!(s.status(), SourceStatus::Ok);
+        assert!(!s.refresh_due(t0 + Duration::from_millis(4999)));
+        assert!(s.refresh_due(t0 + Duration::from_secs(5)));
+        assert_eq!(s.refreshes(), 1);
+    }
+
+    #[test]
+    fn a_failed_read_keeps_the_last_view_marks_it_stale_and_waits_max_age() {
+        let t0 = Instant::now();
+        let mut s = SnapshotStore::new("fixture:x".into(), Duration::from_secs(1));
+        s.read_started(t0);
+        let snap = s.read_finished(Ok(types())).unwrap();
+        install(&mut s, snap, t0);
+        let t1 = t0 + Duration::from_secs(2);
+        s.read_started(t1);
+        let err = SourceError::Unavailable {
+            message: "gone".into(),
+        };
+        assert_eq!(
+            s.read_finished(Err(err.clone())),
+            Err(RefreshError::Source(err))
+        );
+        assert_eq!(s.status(), SourceStatus::Stale);
+        assert_eq!(s.current().unwrap().snapshot().generation, 1);
+        assert!(!s.refresh_due(t1 + Duration::from_millis(500)), "retried once per max-age");
+        assert!(s.refresh_due(t1 + Duration::from_secs(1)));
+        assert_eq!((s.refreshes(), s.failures()), (2, 1));
+        s.read_started(t1 + Duration::from_secs(1));
+        let snap = s.read_finished(Ok(types())).unwrap();
+        assert_eq!(snap.generation, 2);
+        install(&mut s, snap, t1 + Duration::from_secs(1));
+        assert_eq!(s.status(), SourceStatus::Ok);
+        assert!(s.last_error().is_none());
+    }
+
+    #[test]
+    fn an_overdue_read_is_reported_and_its_late_result_still_counts() {
+        let t0 = Instant::now();
+        let mut s = SnapshotStore::new("linux:/tmp/fifo".into(), Duration::from_secs(1));
+        s.read_started(t0);
+        s.read_overdue(t0 + Duration::from_millis(800));
+        let e = s.last_error().unwrap().to_string();
+        assert!(e.contains("linux:/tmp/fifo") && e.contains("0.8 s"), "{e}");
+        assert!(!s.refresh_due(t0 + Duration::from_secs(10)), "still reading");
+        let snap = s.read_finished(Ok(types())).unwrap();
+        install(&mut s, snap, t0 + Duration::from_secs(10));
+        assert_eq!(s.status(), SourceStatus::Ok);
+    }
+}

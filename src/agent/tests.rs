@@ -1,0 +1,503 @@
+//! The agent answering whole request streams, on a clock the tests control. The source is
+//! a closure whose every figure encodes the generation it was read at, so an answer that
+//! mixes snapshots shows.
+
+use super::*;
+use crate::agentx::pdu::{Payload, Pdu};
+use crate::memstat::{Allocator, MemoryType};
+use crate::mib::MEMSTAT_MIB_ROOT;
+
+const ROWS: u32 = 40;
+
+/// A source that moves on to a new generation whenever the test says so.
+struct Kernel {
+    gen: u64,
+    reads: u64,
+}
+
+impl Kernel {
+    fn types(&mut self) -> Result<Vec<MemoryType>, SourceError> {
+        self.reads += 1;
+        Ok((0..ROWS)
+            .map(|i| {
+                let mut t = MemoryType::new(Allocator::Uma, format!("zone{i}"));
+                t.size = Some(self.gen * 1000 + u64::from(i));
+                t.in_use_count = Some(self.gen * 1000 + u64::from(i));
+                t.allocs = Some(self.gen * 1000 + u64::from(i));
+                t
+            })
+            .collect())
+    }
+}
+
+/// The generation a counter value was read at.
+fn gen_of(v: &Value) -> Option<u64> {
+    match v {
+        Value::Counter64(n) => Some(n / 1000),
+        _ => None,
+    }
+}
+
+struct Rig {
+    agent: Agent,
+    kernel: Kernel,
+    t0: Instant,
+    now: Instant,
+    txn: u32,
+    out: Vec<u8>,
+}
+
+fn col(c: u32, row: Option<u32>) -> Oid {
+    let mut v = MEMSTAT_MIB_ROOT.to_vec();
+    v.extend_from_slice(&[1, 2, 1, c]);
+    v.extend(row);
+    Oid(v)
+}
+
+fn range(start: Oid) -> SearchRange {
+    SearchRange {
+        start,
+        include: false,
+        end: Oid::null(),
+    }
+}
+
+impl Rig {
+    fn new(max_age_ms: u64, window_ms: u64) -> Rig {
+        let t0 = Instant::now();
+        let settings = AgentSettings {
+            max_age: Duration::from_millis(max_age_ms),
+            walk_window: Duration::from_millis(window_ms),
+        };
+        Rig {
+            agent: Agent::new("test".into(), StableIndexes::in_memory(), settings, t0),
+            kernel: Kernel { gen: 1, reads: 0 },
+            t0,
+            now: t0,
+            txn: 0,
+            out: Vec::new(),
+        }
+    }
+
+    fn advance(&mut self, ms: u64) {
+        self.now += Duration::from_millis(ms);
+    }
+
+    fn at_ms(&self) -> u64 {
+        self.now.duration_since(self.t0).as_millis() as u64
+    }
+
+    fn ask(&mut self, payload: Payload) -> Vec<(Oid, Value)> {
+        self.txn += 1;
+        self.ask_in(self.txn, payload)
+    }
+
+    /// Asks as part of SNMP request (AgentX transaction) `txn`.
+    fn ask_in(&mut self, txn: u32, payload: Payload) -> Vec<(Oid, Value)> {
+        let pdu = Pdu::with_ids(
+            HeaderIds {
+                session_id: 1,
+                transaction_id: txn,
+                packet_id: txn,
+            },
+            payload,
+        );
+        let kernel = &mut self.kernel;
+        let replied =
+            self.agent
+                .answer_blocking(&pdu, self.now, &mut self.out, &mut || kernel.types());
+        assert!(replied);
+        assert!(self.agent.live_views() <= walks::MAX_LIVE_VIEWS);
+        match Pdu::decode(&self.out).unwrap().payload {
+            Payload::Response { varbinds, .. } => {
+                varbinds.into_iter().map(|vb| (vb.name, vb.value)).collect()
+            }
+            p => panic!("not a Response: {p:?}"),
+        }
+    }
+
+    fn get_next(&mut self, from: &Oid) -> (Oid, Value) {
+        self.ask(Payload::GetNext {
+            ranges: vec![range(from.clone())],
+        })
+        .remove(0)
+    }
+
+    fn get_bulk(&mut self, from: &Oid, reps: u16) -> Vec<(Oid, Value)> {
+        self.ask(Payload::GetBulk {
+            non_repeaters: 0,
+            max_repetitions: reps,
+            ranges: vec![range(from.clone())],
+        })
+    }
+
+    fn get(&mut self, oid: &Oid) -> Value {
+        self.ask(Payload::Get {
+            ranges: vec![range(oid.clone())],
+        })
+        .remove(0)
+        .1
+    }
+
+    /// net-snmp's way of serving an SNMP GetBulk: one GetNext per repetition, all with the
+    /// transactionID of the SNMP request.
+    fn bulk_as_getnexts(&mut self, from: &Oid, reps: u32) -> Vec<(Oid, Value)> {
+        self.txn += 1;
+        let txn = self.txn;
+        let mut cur = from.clone();
+        let mut got = Vec::new();
+        for _ in 0..reps {
+            let (o, v) = self
+                .ask_in(
+                    txn,
+                    Payload::GetNext {
+                        ranges: vec![range(cur.clone())],
+                    },
+                )
+                .remove(0);
+            if v == Value::EndOfMibView {
+                break;
+            }
+            cur = o.clone();
+            got.push((o, v));
+        }
+        got
+    }
+}
+
+fn gens(vbs: &[(Oid, Value)]) -> Vec<u64> {
+    let mut g: Vec<u64> = vbs.iter().filter_map(|(_, v)| gen_of(v)).collect();
+    g.sort_unstable();
+    g.dedup();
+    g
+}
+
+/// The bug report's deterministic case, once with net-snmp's GetNext per repetition and
+/// once with a master that sends GetBulk.
+#[test]
+fn a_getnext_by_another_manager_does_not_move_a_parked_walk() {
+    for bulk in [false, true] {
+        let mut r = Rig::new(500, 30_000);
+        let column = col(9, None);
+        // Manager B: ten rows of memTypeInUseCount, generation 1; it stops at row .10.
+        let b1 = if bulk {
+            r.get_bulk(&column, 10)
+        } else {
+            r.bulk_as_getnexts(&column, 10)
+        };
+        assert_eq!(b1.last().unwrap().0, col(9, Some(10)));
+        assert_eq!(gens(&b1), [1]);
+        r.kernel.gen = 2;
+        r.advance(600);
+        // Manager A: one GetNext of .9, which returns .10.
+        let (a, _) = r.get_next(&col(9, Some(9)));
+        assert_eq!(a, col(9, Some(10)));
+        // B goes on from .10 and must stay on generation 1.
+        let b2 = if bulk {
+            r.get_bulk(&col(9, Some(10)), 10)
+        } else {
+            r.bulk_as_getnexts(&col(9, Some(10)), 10)
+        };
+        assert_eq!(gens(&b2), [1], "bulk={bulk}: B moved to another snapshot");
+        // A new walk from the column sees the new figures.
+        r.advance(600);
+        assert_eq!(gens(&[r.get_next(&column)]), [2], "bulk={bulk}");
+    }
+}
+
+/// A manager walking memTypeTable with its own max-repetitions, through a master that
+/// sends AgentX GetBulk or one that sends a GetNext per repetition.
+struct Walker {
+    reps: u16,
+    bulk: bool,
+    at: Option<Oid>,
+    seen: Vec<(Oid, Value)>,
+    started_us: u64,
+}
+
+impl Walker {
+    fn fleet() -> Vec<Walker> {
+        // Eight bulk walkers with their own max-repetitions, and a plain GetNext walker.
+        [1u16, 2, 3, 5, 7, 10, 20, 50, 1]
+            .iter()
+            .enumerate()
+            .map(|(i, &reps)| Walker {
+                reps,
+                bulk: i % 2 == 0 && i != 8,
+                at: None,
+                seen: Vec::new(),
+                started_us: 0,
+            })
+            .collect()
+    }
+}
+
+fn type_table() -> Oid {
+    Oid(col(2, None).0[..MEMSTAT_MIB_ROOT.len() + 2].to_vec())
+}
+
+/// One request of walker `w`. Returns the walk's duration and generations when it ended.
+fn walker_step(r: &mut Rig, w: &mut Walker, now_us: u64) -> Option<(u64, Vec<u64>)> {
+    let table = type_table();
+    if w.at.is_none() {
+        w.started_us = now_us;
+    }
+    let from = w.at.clone().unwrap_or_else(|| table.clone());
+    let got = if w.bulk {
+        r.get_bulk(&from, w.reps)
+    } else {
+        r.bulk_as_getnexts(&from, u32::from(w.reps))
+    };
+    let mut done = got.is_empty();
+    for (o, v) in got {
+        if !o.starts_with(table.as_slice()) || v == Value::EndOfMibView {
+            done = true;
+            break;
+        }
+        w.seen.push((o, v));
+    }
+    w.at = w.seen.last().map(|(o, _)| o.clone());
+    if !done {
+        return None;
+    }
+    // Complete: the 7 columns the source fills, all rows, in order.
+    let oids: Vec<&Oid> = w.seen.iter().map(|(o, _)| o).collect();
+    assert!(oids.windows(2).all(|p| p[0] < p[1]), "increasing");
+    assert_eq!(oids.len(), 7 * ROWS as usize, "complete walk");
+    let g = gens(&w.seen);
+    w.seen.clear();
+    w.at = None;
+    Some((now_us - w.started_us, g))
+}
+
+/// Concurrent managers on one clock: every manager takes the same time to turn a Response
+/// into its next request, the source moves on every 3 ms, and a client does random Gets and
+/// GetNexts in between. Every walk shorter than the window stays on one snapshot, whatever
+/// max-age, and at most three views are alive at any time.
+#[test]
+fn concurrent_walkers_each_see_one_snapshot() {
+    for (max_age, window) in [(10u64, 1_000u64), (0, 1_000), (5_000, 30_000)] {
+        let mut r = Rig::new(max_age, window);
+        let mut walkers = Walker::fleet();
+        const TURN_US: u64 = 1_500;
+        // Next request time of each walker, staggered starts; the last slot is the client.
+        let mut next: Vec<u64> = (0..walkers.len() as u64).map(|i| i * 700).collect();
+        next.push(300);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut now_us, mut walks, mut checked) = (0u64, 0, 0);
+        while now_us < 4_000_000 {
+            let (k, &t) = next.iter().enumerate().min_by_key(|(_, t)| **t).unwrap();
+            r.advance((t - now_us) / 1000);
+            now_us = t;
+            r.kernel.gen = 1 + now_us / 3_000;
+            if k == walkers.len() {
+                let row = 1 + (rnd() % u64::from(ROWS)) as u32;
+                let c = [5, 9, 13][(rnd() % 3) as usize];
+                if rnd() % 2 == 0 {
+                    r.get(&col(c, Some(row)));
+                } else {
+                    r.get_next(&col(c, Some(row)));
+                }
+                next[k] = t + 500 + rnd() % 1_000;
+                continue;
+            }
+            if let Some((took_us, g)) = walker_step(&mut r, &mut walkers[k], now_us) {
+                walks += 1;
+                if took_us < window * 1000 {
+                    checked += 1;
+                    assert_eq!(
+                        g.len(),
+                        1,
+                        "max-age {max_age} ms: a walk of {} ms with {} reps mixed {g:?} ({:?})",
+                        took_us / 1000,
+                        walkers[k].reps,
+                        r.agent.walk_stats()
+                    );
+                }
+            }
+            next[k] = t + TURN_US;
+        }
+        let stats = r.agent.walk_stats();
+        assert!(walks > 50 && checked == walks, "{walks} walks, {checked} checked");
+        assert!(stats.continued > 1000, "{stats:?}");
+    }
+}
+
+/// Random request streams: requests from any manager in any order, any mix, pauses, a
+/// source that keeps moving, and clocks from 0 to 5 s per step. The live views never
+/// exceed the bound and every answer is well formed.
+#[test]
+fn live_views_never_exceed_the_bound_under_random_streams() {
+    for (max_age, window) in [(0u64, 50u64), (10, 3_000), (1_000, 5_000)] {
+        let mut r = Rig::new(max_age, window);
+        let mut walkers = Walker::fleet();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ max_age;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut most = 0;
+        for step in 0..20_000u64 {
+            r.advance(match rnd() % 100 {
+                0 => 5_000,
+                1..=5 => 200,
+                _ => rnd() % 3,
+            });
+            if step % 3 == 0 {
+                r.kernel.gen += 1;
+            }
+            let k = (rnd() % (walkers.len() as u64 + 1)) as usize;
+            if k == walkers.len() {
+                let row = 1 + (rnd() % u64::from(ROWS + 2)) as u32;
+                let c = 2 + (rnd() % 24) as u32;
+                match rnd() % 3 {
+                    0 => drop(r.get(&col(c, Some(row)))),
+                    1 => drop(r.get_next(&col(c, Some(row)))),
+                    _ => drop(r.get_bulk(&col(c, Some(row)), (rnd() % 30) as u16)),
+                }
+            } else {
+                let at_ms = r.at_ms();
+                walker_step(&mut r, &mut walkers[k], at_ms * 1000);
+            }
+            if step % 100 == 0 {
+                r.tick_now();
+            }
+            most = most.max(r.agent.live_views());
+            assert!(r.agent.live_views() <= walks::MAX_LIVE_VIEWS);
+        }
+        assert!(most >= 2, "the streams never needed a second view");
+    }
+}
+
+/// Freshness: while walks keep going, a change reaches new Gets and new walks within
+/// max(max-age, walk-window − max-age); with nobody walking, within max-age.
+#[test]
+fn a_change_reaches_new_requests_within_the_bound() {
+    let (max_age, window) = (500u64, 3_000u64);
+    let bound = max_age.max(window - max_age);
+    let mut r = Rig::new(max_age, window);
+    let row5 = col(9, Some(5));
+    r.get(&row5);
+    // Walkers that never stop: each step continues where the last one parked.
+    let mut parked = vec![col(9, None), col(13, None), col(5, None)];
+    let mut changed_at = None;
+    let mut seen_at = None;
+    for step in 0..20_000u64 {
+        r.advance(1);
+        let k = (step % 3) as usize;
+        let (o, _) = r.get_next(&parked[k]);
+        parked[k] = if o.0.len() == row5.0.len() && o < col(24, None) {
+            o
+        } else {
+            col(9, None)
+        };
+        if step == 2_000 {
+            r.kernel.gen = 2;
+            changed_at = Some(r.at_ms());
+        }
+        if changed_at.is_some() && step % 50 == 0 && gen_of(&r.get(&row5)) == Some(2) {
+            seen_at = Some(r.at_ms());
+            break;
+        }
+    }
+    let lag = seen_at.expect("the change never showed") - changed_at.unwrap();
+    assert!(lag <= bound + 50, "a Get saw the change after {lag} ms, bound {bound} ms");
+    // Nobody walking: the next Get after max-age reads the source again.
+    r.kernel.gen = 3;
+    r.advance(window + 1);
+    r.tick_now();
+    r.advance(max_age);
+    assert_eq!(gen_of(&r.get(&row5)), Some(3));
+}
+
+impl Rig {
+    fn tick_now(&mut self) {
+        self.agent.tick(self.now);
+    }
+}
+
+/// Staleness: once the source moved on and nobody asked anything for max-age +
+/// walk-window, no OID where a walk parked still serves old figures.
+#[test]
+fn no_old_figure_after_max_age_plus_walk_window() {
+    let (max_age, window) = (1_000u64, 5_000u64);
+    let mut r = Rig::new(max_age, window);
+    let mut parked = Vec::new();
+    for (c, reps) in [(5, 3u16), (9, 10), (13, 7)] {
+        let got = r.get_bulk(&col(c, None), reps);
+        parked.push(got.last().unwrap().0.clone());
+        let got = r.bulk_as_getnexts(&col(c, Some(20)), u32::from(reps));
+        parked.push(got.last().unwrap().0.clone());
+    }
+    r.kernel.gen = 2;
+    r.advance(max_age + window);
+    for p in &parked {
+        let (_, v) = r.get_next(p);
+        assert_eq!(gen_of(&v), Some(2), "GetNext from {p}");
+    }
+    assert_eq!(gen_of(&r.get(&col(9, Some(1)))), Some(2));
+    assert_eq!(r.agent.live_views(), 1);
+}
+
+#[test]
+fn reading_the_scalars_never_reads_the_source() {
+    let mut r = Rig::new(0, 1_000);
+    let uptime = Oid([MEMSTAT_MIB_ROOT, &[1, 1, 1, 0]].concat());
+    let status = Oid([MEMSTAT_MIB_ROOT, &[1, 1, 8, 0]].concat());
+    r.get(&col(5, Some(1)));
+    let reads = r.kernel.reads;
+    r.advance(10);
+    assert!(matches!(r.get(&uptime), Value::TimeTicks(_)));
+    assert_eq!(r.get(&status), Value::Integer(1));
+    let (o, _) = r.get_next(&Oid(MEMSTAT_MIB_ROOT.to_vec()));
+    assert_eq!(o, uptime);
+    assert_eq!(r.kernel.reads, reads, "scalars read the source");
+    // The first table cell does.
+    r.get_next(&Oid([MEMSTAT_MIB_ROOT, &[1, 1, 9, 0]].concat()));
+    assert_eq!(r.kernel.reads, reads + 1);
+}
+
+/// RFC 2741 §7.2.3.3: from the second repetition on, a repeater searches from the name it
+/// returned last, so its endOfMibView carries that name; the range's start only when it
+/// returned nothing at all.
+#[test]
+fn get_bulk_end_of_mib_view_carries_the_last_name() {
+    let mut r = Rig::new(5_000, 30_000);
+    let ranges = vec![
+        // Returns the last row, then runs out.
+        SearchRange {
+            start: col(9, Some(ROWS - 1)),
+            include: false,
+            end: col(9, Some(ROWS + 1)),
+        },
+        // Returns nothing at all.
+        SearchRange {
+            start: col(13, Some(ROWS)),
+            include: false,
+            end: col(13, Some(ROWS + 1)),
+        },
+    ];
+    let got = r.ask(Payload::GetBulk {
+        non_repeaters: 0,
+        max_repetitions: 4,
+        ranges,
+    });
+    let names: Vec<(Oid, bool)> = got
+        .iter()
+        .map(|(o, v)| (o.clone(), *v == Value::EndOfMibView))
+        .collect();
+    let (a, b) = (col(9, Some(ROWS)), col(13, Some(ROWS)));
+    // Once every repeater is exhausted the answer stops (fewer repetitions are allowed).
+    assert_eq!(
+        names,
+        [(a.clone(), false), (b.clone(), true), (a, true), (b, true)]
+    );
+}
