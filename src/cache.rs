@@ -19,7 +19,7 @@
 //! earlier one may switch to the newer snapshot at that point; with kernel tables of hundreds
 //! of rows and walkers that start at different times this is rare.
 
-use crate::index::IndexMap;
+use crate::index::StableIndexes;
 use crate::memstat::{Snapshot, Source, TypeKey};
 use crate::mib::{DaemonStatus, MibView, SourceStatus};
 use crate::oid::Oid;
@@ -136,7 +136,7 @@ impl Discontinuity {
 pub struct Cache {
     source: Source,
     source_name: String,
-    indexes: IndexMap,
+    indexes: StableIndexes,
     discontinuity: Discontinuity,
     cfg: CacheConfig,
     started: Instant,
@@ -156,7 +156,7 @@ pub struct Cache {
 }
 
 impl Cache {
-    pub fn new(source: Source, indexes: IndexMap, cfg: CacheConfig) -> Cache {
+    pub fn new(source: Source, indexes: StableIndexes, cfg: CacheConfig) -> Cache {
         let source_name = source.name();
         Cache {
             source,
@@ -225,18 +225,28 @@ impl Cache {
         self.last_attempt = Some(now);
         self.refreshes += 1;
         match self.source.read() {
-            Ok(types) => {
+            Ok(mut types) => {
                 self.generation += 1;
+                let assigned = self.indexes.assign(&types);
+                for problem in &assigned.problems {
+                    tracing::warn!("{problem}");
+                }
+                // A type without an index (the index space is full) has no row to serve.
+                let mut idx = Vec::with_capacity(types.len());
+                let mut indexes = assigned.indexes.into_iter();
+                types.retain(|_| match indexes.next().flatten() {
+                    Some(i) => {
+                        idx.push(i);
+                        true
+                    }
+                    None => false,
+                });
                 let snap = Arc::new(Snapshot::new(
                     self.generation,
                     SystemTime::now(),
                     self.source_name.clone(),
                     types,
                 ));
-                let (idx, saved) = self.indexes.assign(&snap.types);
-                if let Err(e) = saved {
-                    tracing::warn!("cannot save index state: {e}");
-                }
                 let first = self.current.is_none() && self.generation == 1;
                 let master_now = self.master_uptime_now();
                 let disc = self.discontinuity.update(&snap, first, master_now);
@@ -463,7 +473,7 @@ mod tests {
         let src = Source::open(&SourceKind::Fixture(p.clone())).unwrap();
         let c = Cache::new(
             src,
-            IndexMap::in_memory(),
+            StableIndexes::in_memory(),
             CacheConfig {
                 max_age,
                 walk_window: Duration::from_secs(30),

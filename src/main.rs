@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use memstat_agentx::agentx::session::{Control, MasterAddr, SessionConfig, Subagent};
 use memstat_agentx::cache::{Cache, CacheConfig};
 use memstat_agentx::config::{Config, LogTarget, Overrides, DEFAULT_CONFIG_PATH};
-use memstat_agentx::index::IndexMap;
+use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{Snapshot, Source, SourceKind};
 use memstat_agentx::report::{self, Format};
 use memstat_agentx::{logging, privdrop};
@@ -221,14 +221,14 @@ fn prepare_state_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Loads the index state, creating the state directory when it is missing.
-fn load_indexes(dir: &Path) -> IndexMap {
+fn load_indexes(dir: &Path) -> StableIndexes {
     if let Err(e) = prepare_state_dir(dir) {
         tracing::warn!("{e}; indexes will not survive a restart");
-        return IndexMap::in_memory();
+        return StableIndexes::in_memory();
     }
-    let m = IndexMap::load(dir);
-    if let Some(w) = &m.warning {
-        tracing::warn!("{w}");
+    let (m, problems) = StableIndexes::load(dir);
+    for problem in &problems {
+        tracing::warn!("{problem}");
     }
     m
 }
