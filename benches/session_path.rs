@@ -9,7 +9,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memstat_agentx::agentx::pdu::{Payload, Pdu, ResError, ResponseWriter, SearchRange, Value};
 use memstat_agentx::cache::{Cache, CacheConfig};
-use memstat_agentx::index::IndexMap;
+use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{fixture, Snapshot, Source, SourceKind};
 use memstat_agentx::mib::MEMSTAT_MIB_ROOT;
 use memstat_agentx::oid::Oid;
@@ -97,7 +97,7 @@ fn bench(c: &mut Criterion) {
     // A long max-age: the steady state of a walk, without a refresh inside the timing.
     let mut cache = Cache::new(
         source,
-        IndexMap::in_memory(),
+        StableIndexes::in_memory(),
         CacheConfig {
             max_age: Duration::from_secs(3600),
             walk_window: Duration::from_secs(30),

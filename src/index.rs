@@ -3,162 +3,462 @@
 //! Pollers (Cacti, LibreNMS) key their graphs by row index, so the same row key
 //! (allocator, name, ordinal) must keep its memTypeIndex across refreshes and across daemon
 //! restarts. Assignments are kept in a small JSON state file, written atomically (temporary
-//! file, fsync, rename) whenever a new key appears. A key that vanishes keeps its index
-//! reserved, so the type gets the same row back if it returns. A corrupt or unreadable state
-//! file is reported and rebuilt; it is never fatal.
+//! file, fsync, rename) whenever something new must be remembered. A key that vanishes keeps
+//! its index reserved, so the type gets the same row back if it returns, and no index is ever
+//! handed to another type. Problems with the state file are reported and repaired entry by
+//! entry; they are never fatal, and a bad entry never costs the other rows their indexes.
 
-use crate::memstat::{MemoryType, TypeKey};
+use crate::memstat::{Allocator, MemoryType, TypeKey};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The state file's name inside the state directory.
 pub const STATE_FILE: &str = "indexes.json";
 
-#[derive(Serialize, Deserialize)]
+/// The only state file version this code reads and writes.
+const STATE_VERSION: u32 = 1;
+
+#[derive(Deserialize)]
 struct StateFile {
     version: u32,
-    entries: Vec<Entry>,
+    entries: Vec<EntryIn>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Entry {
-    #[serde(flatten)]
-    key: TypeKey,
+/// Just the version, to tell a file of another version from a corrupt one.
+#[derive(Deserialize)]
+struct VersionOnly {
+    version: u32,
+}
+
+/// An entry as read: the [`TypeKey`] fields and the index, side by side. Spelled out rather
+/// than `#[serde(flatten)]`, which buffers every entry and made loading several times slower.
+#[derive(Deserialize)]
+struct EntryIn {
+    allocator: Allocator,
+    name: String,
+    ordinal: u32,
     index: u32,
 }
 
-/// The key → index assignments, optionally backed by a state file.
-pub struct IndexMap {
-    map: HashMap<TypeKey, u32>,
-    next: u32,
-    path: Option<PathBuf>,
-    /// A problem with the state file that the caller should log (once).
-    pub warning: Option<String>,
+impl EntryIn {
+    fn into_parts(self) -> (TypeKey, u32) {
+        let key = TypeKey {
+            allocator: self.allocator,
+            name: self.name,
+            ordinal: self.ordinal,
+        };
+        (key, self.index)
+    }
 }
 
-impl IndexMap {
-    /// An in-memory map (no persistence).
-    pub fn in_memory() -> Self {
-        IndexMap {
-            map: HashMap::new(),
-            next: 1,
-            path: None,
-            warning: None,
-        }
-    }
+/// [`StateFile`] as written: borrows the keys instead of cloning them all for each save.
+#[derive(Serialize)]
+struct StateFileOut<'a> {
+    version: u32,
+    entries: Vec<EntryOut<'a>>,
+}
 
-    /// Loads `dir/indexes.json`. A missing file starts empty; a corrupt one is reported in
-    /// `warning` and rebuilt from scratch.
-    pub fn load(dir: &Path) -> Self {
-        let path = dir.join(STATE_FILE);
-        let mut m = IndexMap::in_memory();
-        m.path = Some(path.clone());
-        match std::fs::read(&path) {
-            Ok(bytes) => match serde_json::from_slice::<StateFile>(&bytes) {
-                Ok(sf) if sf.version == 1 => {
-                    for e in sf.entries {
-                        if e.index == 0 || m.map.values().any(|&i| i == e.index) {
-                            m.warning = Some(format!(
-                                "{}: duplicate or zero index {} for {:?}; rebuilding",
-                                path.display(),
-                                e.index,
-                                e.key.name
-                            ));
-                            m.map.clear();
-                            break;
-                        }
-                        m.map.insert(e.key, e.index);
-                    }
-                }
-                Ok(sf) => {
-                    m.warning = Some(format!(
-                        "{}: unknown state version {}; rebuilding",
-                        path.display(),
-                        sf.version
-                    ))
-                }
-                Err(e) => {
-                    m.warning = Some(format!(
-                        "{}: corrupt index state (line {}, column {}: {e}); rebuilding",
-                        path.display(),
-                        e.line(),
-                        e.column()
-                    ))
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                m.warning = Some(format!(
-                    "{}: cannot read index state ({e}); indexes will not survive a restart",
-                    path.display()
-                ))
+#[derive(Serialize)]
+struct EntryOut<'a> {
+    #[serde(flatten)]
+    key: &'a TypeKey,
+    index: u32,
+}
+
+/// A problem with the index state. Load problems are warnings (the file is repaired);
+/// [`IndexError::Full`] means some types are not served.
+#[derive(Debug)]
+pub enum IndexError {
+    /// The state file exists but cannot be read.
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The state file is not valid JSON of the expected shape.
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The state file has a version this code does not know.
+    UnknownVersion { path: PathBuf, version: u32 },
+    /// An entry claims an index that an earlier entry already has; the entry is dropped.
+    Duplicate {
+        path: PathBuf,
+        index: u32,
+        key: TypeKey,
+    },
+    /// An entry has index 0, which memTypeIndex (1..4294967295) cannot be; it is dropped.
+    ZeroIndex { path: PathBuf, key: TypeKey },
+    /// A key is listed again with another index: it keeps its first, the other stays reserved.
+    RepeatedKey {
+        path: PathBuf,
+        key: TypeKey,
+        kept: u32,
+        reserved: u32,
+    },
+    /// The state file cannot be written; the indexes are still valid for this run.
+    Save {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Every index is taken, so a new type cannot get one.
+    Full,
+}
+
+/// A row key as the warnings show it: `uma "mbuf" (ordinal 0)`.
+struct ShowKey<'a>(&'a TypeKey);
+
+impl fmt::Display for ShowKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = self.0;
+        write!(f, "{} {:?} (ordinal {})", k.allocator, k.name, k.ordinal)
+    }
+}
+
+impl fmt::Display for IndexError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IndexError::Read { path, source } => write!(
+                f,
+                "{}: cannot read the index state ({source}); starting with fresh indexes",
+                path.display()
+            ),
+            IndexError::Corrupt {
+                path,
+                line,
+                column,
+                message,
+            } => write!(
+                f,
+                "{}: corrupt index state at line {line}, column {column} ({message}); \
+                 starting with fresh indexes",
+                path.display()
+            ),
+            IndexError::UnknownVersion { path, version } => write!(
+                f,
+                "{}: unknown index state version {version} (this version reads \
+                 {STATE_VERSION}); starting with fresh indexes",
+                path.display()
+            ),
+            IndexError::Duplicate { path, index, key } => write!(
+                f,
+                "{}: index {index} of {} already belongs to an earlier entry; \
+                 dropped, the type gets a new index",
+                path.display(),
+                ShowKey(key)
+            ),
+            IndexError::ZeroIndex { path, key } => write!(
+                f,
+                "{}: index 0 of {} is not a valid memTypeIndex; dropped, the type gets a \
+                 new index",
+                path.display(),
+                ShowKey(key)
+            ),
+            IndexError::RepeatedKey {
+                path,
+                key,
+                kept,
+                reserved,
+            } => write!(
+                f,
+                "{}: {} is listed again with index {reserved}; it keeps index {kept}, and \
+                 {reserved} stays reserved",
+                path.display(),
+                ShowKey(key)
+            ),
+            IndexError::Save { path, source } => write!(
+                f,
+                "{}: cannot save the index state ({source}); new indexes will not survive \
+                 a restart",
+                path.display()
+            ),
+            IndexError::Full => {
+                f.write_str("every memTypeIndex (1..4294967295) is taken; new types are not served")
             }
         }
-        m.next = m
-            .map
-            .values()
-            .copied()
-            .max()
-            .map_or(1, |x| x.saturating_add(1));
-        m
+    }
+}
+
+impl std::error::Error for IndexError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            IndexError::Read { source, .. } | IndexError::Save { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The result of [`StableIndexes::assign`].
+#[derive(Debug)]
+pub struct Assigned {
+    /// One entry per type, in the order given: its index, or `None` when the index space is
+    /// full and the type is new (such a type cannot be served).
+    pub indexes: Vec<Option<u32>>,
+    /// What the caller should log: [`IndexError::Full`] (at most once) and a failed save.
+    pub problems: Vec<IndexError>,
+}
+
+/// The key → index assignments, optionally backed by a state file.
+pub struct StableIndexes {
+    by_key: HashMap<TypeKey, u32>,
+    /// Every index taken: those in `by_key` and those in `extra_claims`.
+    used: HashSet<u32>,
+    /// Further indexes of keys the state file listed more than once. No row shows them, but
+    /// a poller may have seen one as that type's row, so they are saved and never reused.
+    extra_claims: Vec<(TypeKey, u32)>,
+    /// Where the search for a free index starts; always in `1..=max_index`.
+    cursor: u32,
+    /// The largest index handed out: u32::MAX (memTypeIndex is Unsigned32 without 0), less
+    /// only in tests, so that exhaustion can be tested without 4 billion types.
+    max_index: u32,
+    path: Option<PathBuf>,
+    /// The state file lacks something memory has: a new key, or the repair of a bad file.
+    unsaved: bool,
+}
+
+impl StableIndexes {
+    /// An in-memory map (no persistence).
+    pub fn in_memory() -> Self {
+        StableIndexes {
+            by_key: HashMap::new(),
+            used: HashSet::new(),
+            extra_claims: Vec::new(),
+            cursor: 1,
+            max_index: u32::MAX,
+            path: None,
+            unsaved: false,
+        }
     }
 
-    /// The index of each type, assigning new ones in kernel order. Saves the state file when
-    /// something was added; a failed save is returned as an error message but the indexes
-    /// are still valid for this run.
-    pub fn assign(&mut self, types: &[MemoryType]) -> (Vec<u32>, Result<(), String>) {
-        let mut added = false;
-        let mut out = Vec::with_capacity(types.len());
+    /// Loads dir/indexes.json; problems with the file are returned as warnings, never fatal.
+    ///
+    /// A missing file starts empty. An unreadable, corrupt or unknown-version file starts
+    /// empty too, and is rewritten at the next [`assign`](Self::assign). A bad entry (index
+    /// 0, or an index an earlier entry has) is dropped alone: its type gets a new index when
+    /// next seen, and every other row keeps its index.
+    pub fn load(dir: &Path) -> (Self, Vec<IndexError>) {
+        let path = dir.join(STATE_FILE);
+        let mut indexes = StableIndexes::in_memory();
+        let mut problems = Vec::new();
+        match read_entries(&path) {
+            Ok(entries) => indexes.restore(entries, &path, &mut problems),
+            Err(e) => problems.push(e),
+        }
+        // Rewrite a file that needed repair, so that its problems are reported once, not at
+        // every start. (A file with a repeated key is rewritten the same way each time.)
+        indexes.unsaved = !problems.is_empty();
+        indexes.path = Some(path);
+        (indexes, problems)
+    }
+
+    /// Takes the file's entries in order: the first entry to claim an index keeps it.
+    fn restore(&mut self, entries: Vec<EntryIn>, path: &Path, problems: &mut Vec<IndexError>) {
+        self.by_key.reserve(entries.len());
+        self.used.reserve(entries.len());
+        let mut highest = 0;
+        for (key, index) in entries.into_iter().map(EntryIn::into_parts) {
+            if index == 0 {
+                problems.push(IndexError::ZeroIndex {
+                    path: path.to_owned(),
+                    key,
+                });
+                continue;
+            }
+            if !self.used.insert(index) {
+                problems.push(IndexError::Duplicate {
+                    path: path.to_owned(),
+                    index,
+                    key,
+                });
+                continue;
+            }
+            highest = highest.max(index);
+            match self.by_key.entry(key) {
+                Entry::Occupied(first) => {
+                    problems.push(IndexError::RepeatedKey {
+                        path: path.to_owned(),
+                        key: first.key().clone(),
+                        kept: *first.get(),
+                        reserved: index,
+                    });
+                    self.extra_claims.push((first.key().clone(), index));
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(index);
+                }
+            }
+        }
+        // New keys go after the highest index, as they always have; from u32::MAX the search
+        // wraps around to 1.
+        self.cursor = self.after(highest);
+    }
+
+    /// One entry per type: Some(index), or None when the index space is full (then `problems`
+    /// holds IndexError::Full once).
+    ///
+    /// New keys get indexes in the order given (kernel order). The keys must be distinct, as
+    /// [`assign_ordinals`](crate::memstat::assign_ordinals) makes them. Saves the state file
+    /// when it lacks something; a failed save is in `problems`, and is tried again next time.
+    pub fn assign(&mut self, types: &[MemoryType]) -> Assigned {
+        let mut indexes = Vec::with_capacity(types.len());
+        let mut problems = Vec::new();
+        let mut full_reported = false;
         for t in types {
             let key = t.key();
-            let idx = match self.map.get(&key) {
-                Some(&i) => i,
-                None => {
-                    let i = self.next;
-                    // Unsigned32 (1..4294967295): after 4 billion distinct keys there is no
-                    // index left; reuse the last rather than wrap to 0.
-                    self.next = self.next.saturating_add(1);
-                    self.map.insert(key, i);
-                    added = true;
-                    i
+            if let Some(&index) = self.by_key.get(&key) {
+                indexes.push(Some(index));
+                continue;
+            }
+            match self.take_free_index() {
+                Some(index) => {
+                    self.by_key.insert(key, index);
+                    self.unsaved = true;
+                    indexes.push(Some(index));
                 }
-            };
-            out.push(idx);
+                None => {
+                    if !full_reported {
+                        problems.push(IndexError::Full);
+                        full_reported = true;
+                    }
+                    indexes.push(None);
+                }
+            }
         }
-        let saved = if added { self.save() } else { Ok(()) };
-        (out, saved)
+        if self.unsaved {
+            match self.save() {
+                Ok(()) => self.unsaved = false,
+                Err(e) => problems.push(e),
+            }
+        }
+        Assigned { indexes, problems }
     }
 
     /// The number of keys ever assigned (including vanished ones).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.by_key.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.by_key.is_empty()
     }
 
-    fn save(&self) -> Result<(), String> {
+    /// The index after `index`, wrapping from `max_index` to 1.
+    fn after(&self, index: u32) -> u32 {
+        if index >= self.max_index {
+            1
+        } else {
+            index + 1
+        }
+    }
+
+    /// The first unused index at or after the cursor, or `None` when all are used.
+    ///
+    /// Amortised O(1): the cursor only moves forward, and each used index it steps over was
+    /// either taken by this search or is passed once per trip around the index space.
+    fn take_free_index(&mut self) -> Option<u32> {
+        if self.used.len() as u64 >= u64::from(self.max_index) {
+            return None;
+        }
+        loop {
+            let candidate = self.cursor;
+            self.cursor = self.after(candidate);
+            if self.used.insert(candidate) {
+                return Some(candidate);
+            }
+        }
+    }
+
+    fn save(&self) -> Result<(), IndexError> {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let mut entries: Vec<Entry> = self
-            .map
+        // Each key's own index first: on reload, the first entry for a key is its row.
+        let mut entries: Vec<EntryOut> = self
+            .by_key
             .iter()
-            .map(|(k, &i)| Entry {
-                key: k.clone(),
-                index: i,
-            })
+            .map(|(key, &index)| EntryOut { key, index })
             .collect();
-        entries.sort_by_key(|e| e.index);
-        let body = serde_json::to_vec_pretty(&StateFile {
-            version: 1,
+        entries.sort_unstable_by_key(|e| e.index);
+        let mut extra: Vec<EntryOut> = self
+            .extra_claims
+            .iter()
+            .map(|(key, index)| EntryOut { key, index: *index })
+            .collect();
+        extra.sort_unstable_by_key(|e| e.index);
+        entries.append(&mut extra);
+        let save_error = |source| IndexError::Save {
+            path: path.clone(),
+            source,
+        };
+        let body = serde_json::to_vec_pretty(&StateFileOut {
+            version: STATE_VERSION,
             entries,
         })
-        .map_err(|e| e.to_string())?;
-        write_atomically(path, &body).map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| save_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        write_atomically(path, &body).map_err(save_error)
+    }
+
+    /// Shrinks the index space to `1..=max_index`, to test exhaustion.
+    #[cfg(test)]
+    fn with_max_index(mut self, max_index: u32) -> Self {
+        assert!(max_index >= 1 && self.used.iter().all(|&i| i <= max_index));
+        self.max_index = max_index;
+        if self.cursor > max_index {
+            self.cursor = 1;
+        }
+        self
+    }
+}
+
+/// The entries of the state file at `path`, in file order; none when there is no file.
+fn read_entries(path: &Path) -> Result<Vec<EntryIn>, IndexError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(IndexError::Read {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    match serde_json::from_slice::<StateFile>(&bytes) {
+        Ok(file) if file.version == STATE_VERSION => Ok(file.entries),
+        Ok(StateFile { version, .. }) => Err(IndexError::UnknownVersion {
+            path: path.to_owned(),
+            version,
+        }),
+        Err(e) => match serde_json::from_slice::<VersionOnly>(&bytes) {
+            // Another version may have another shape: that is not corruption.
+            Ok(VersionOnly { version }) if version != STATE_VERSION => {
+                Err(IndexError::UnknownVersion {
+                    path: path.to_owned(),
+                    version,
+                })
+            }
+            _ => Err(IndexError::Corrupt {
+                path: path.to_owned(),
+                line: e.line(),
+                column: e.column(),
+                message: bare_message(&e),
+            }),
+        },
+    }
+}
+
+/// serde_json's message without the " at line L column C" that `IndexError` shows itself.
+fn bare_message(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match full.strip_suffix(&position) {
+        Some(message) => message.to_owned(),
+        None => full,
     }
 }
 
@@ -186,7 +486,7 @@ fn write_atomically(path: &Path, body: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memstat::{assign_ordinals, Allocator};
+    use crate::memstat::assign_ordinals;
 
     fn types(names: &[&str]) -> Vec<MemoryType> {
         let mut v: Vec<MemoryType> = names
@@ -197,36 +497,336 @@ mod tests {
         v
     }
 
+    /// The indexes of an assignment that must have served every type and saved cleanly.
+    fn served(a: Assigned) -> Vec<u32> {
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        a.indexes.into_iter().map(Option::unwrap).collect()
+    }
+
+    fn uma(name: &str, ordinal: u32) -> TypeKey {
+        TypeKey {
+            allocator: Allocator::Uma,
+            name: name.into(),
+            ordinal,
+        }
+    }
+
+    /// Writes a state file of (uma name with ordinal 0, index) entries, in this order.
+    fn write_state(dir: &Path, entries: &[(&str, u32)]) {
+        let entries: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|&(name, index)| {
+                serde_json::json!({"allocator": "uma", "name": name, "ordinal": 0, "index": index})
+            })
+            .collect();
+        let body = serde_json::json!({"version": 1, "entries": entries});
+        std::fs::write(dir.join(STATE_FILE), body.to_string()).unwrap();
+    }
+
+    /// The (name, index) entries of the saved state file, in file order.
+    fn saved_entries(dir: &Path) -> Vec<(String, u32)> {
+        let body = std::fs::read(dir.join(STATE_FILE)).unwrap();
+        let file: StateFile = serde_json::from_slice(&body).unwrap();
+        assert_eq!(file.version, 1);
+        file.entries
+            .into_iter()
+            .map(|e| (e.name, e.index))
+            .collect()
+    }
+
+    fn assert_distinct(indexes: impl IntoIterator<Item = u32>) {
+        let mut seen = HashSet::new();
+        for i in indexes {
+            assert!(
+                i != 0 && seen.insert(i),
+                "index {i} is zero or served twice"
+            );
+        }
+    }
+
     #[test]
     fn indexes_survive_restart_vanish_and_return() {
         let dir = tempfile::tempdir().unwrap();
-        let mut m = IndexMap::load(dir.path());
-        assert!(m.warning.is_none());
-        let (a, r) = m.assign(&types(&["x", "y", "x"]));
-        r.unwrap();
-        assert_eq!(a, vec![1, 2, 3]);
+        let (mut m, problems) = StableIndexes::load(dir.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(served(m.assign(&types(&["x", "y", "x"]))), vec![1, 2, 3]);
         // "y" vanishes, "z" appears: z gets a new index, y's stays reserved.
-        let (b, _) = m.assign(&types(&["x", "z", "x"]));
-        assert_eq!(b, vec![1, 4, 3]);
+        assert_eq!(served(m.assign(&types(&["x", "z", "x"]))), vec![1, 4, 3]);
+        assert_eq!(m.len(), 4);
         // Restart: the same keys get the same indexes, and y comes back as 2.
-        let mut m2 = IndexMap::load(dir.path());
-        let (c, _) = m2.assign(&types(&["z", "y", "x", "x", "w"]));
-        assert_eq!(c, vec![4, 2, 1, 3, 5]);
+        let (mut m2, problems) = StableIndexes::load(dir.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            served(m2.assign(&types(&["z", "y", "x", "x", "w"]))),
+            vec![4, 2, 1, 3, 5]
+        );
+    }
+
+    #[test]
+    fn in_memory_assigns_without_a_file() {
+        let mut m = StableIndexes::in_memory();
+        assert!(m.is_empty());
+        assert_eq!(served(m.assign(&types(&["a", "b"]))), vec![1, 2]);
+        assert_eq!(served(m.assign(&types(&["b", "c"]))), vec![2, 3]);
+        assert_eq!(m.len(), 3);
     }
 
     #[test]
     fn corrupt_state_is_reported_and_rebuilt() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(STATE_FILE), b"{ not json").unwrap();
-        let mut m = IndexMap::load(dir.path());
-        let w = m.warning.clone().unwrap();
-        assert!(w.contains("corrupt") && w.contains(STATE_FILE), "{w}");
-        let (a, r) = m.assign(&types(&["x"]));
-        r.unwrap();
-        assert_eq!(a, vec![1]);
+        let (mut m, problems) = StableIndexes::load(dir.path());
         assert!(
-            IndexMap::load(dir.path()).warning.is_none(),
-            "rewritten cleanly"
+            matches!(&problems[..], [IndexError::Corrupt { path, line: 1, .. }]
+                if path == &dir.path().join(STATE_FILE)),
+            "{problems:?}"
         );
+        let w = problems[0].to_string();
+        assert!(w.contains("corrupt") && w.contains(STATE_FILE), "{w}");
+        assert!(!w.contains("at line 1 column"), "position shown twice: {w}");
+        assert_eq!(served(m.assign(&types(&["x"]))), vec![1]);
+        let (_, problems) = StableIndexes::load(dir.path());
+        assert!(problems.is_empty(), "rewritten cleanly: {problems:?}");
+    }
+
+    #[test]
+    fn unknown_version_is_reported_even_with_another_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(STATE_FILE),
+            br#"{"version": 2, "entries": {"uma/x/0": 7}}"#,
+        )
+        .unwrap();
+        let (m, problems) = StableIndexes::load(dir.path());
+        assert!(
+            matches!(
+                &problems[..],
+                [IndexError::UnknownVersion { version: 2, .. }]
+            ),
+            "{problems:?}"
+        );
+        assert!(problems[0].to_string().contains(STATE_FILE));
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn unreadable_state_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory where the file should be: reading it fails, even as root.
+        std::fs::create_dir(dir.path().join(STATE_FILE)).unwrap();
+        let (_, problems) = StableIndexes::load(dir.path());
+        assert!(
+            matches!(&problems[..], [IndexError::Read { .. }]),
+            "{problems:?}"
+        );
+        assert!(std::error::Error::source(&problems[0]).is_some());
+    }
+
+    #[test]
+    fn highest_index_in_the_file_does_not_stop_new_types() {
+        let dir = tempfile::tempdir().unwrap();
+        write_state(dir.path(), &[("top", u32::MAX), ("one", 1)]);
+        let (mut m, problems) = StableIndexes::load(dir.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        let got = served(m.assign(&types(&["top", "a", "one", "b", "c"])));
+        // After u32::MAX the search wraps to 1, which is taken: new types start at 2.
+        assert_eq!(got, vec![u32::MAX, 2, 1, 3, 4]);
+        let saved = saved_entries(dir.path());
+        assert_eq!(saved.len(), 5);
+        assert_distinct(saved.iter().map(|e| e.1));
+
+        let (mut m2, problems) = StableIndexes::load(dir.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        let again = served(m2.assign(&types(&["c", "b", "a", "one", "top", "d"])));
+        assert_eq!(again, vec![4, 3, 2, 1, u32::MAX, 5]);
+        assert_distinct(saved_entries(dir.path()).iter().map(|e| e.1));
+    }
+
+    #[test]
+    fn bad_entries_are_dropped_alone_and_reassigned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        write_state(
+            dir.path(),
+            &[("a", 1), ("b", 2), ("dup", 2), ("zero", 0), ("e", 3)],
+        );
+        let (mut m, problems) = StableIndexes::load(dir.path());
+        match &problems[..] {
+            [IndexError::Duplicate {
+                path: p1,
+                index: 2,
+                key: k1,
+            }, IndexError::ZeroIndex { path: p2, key: k2 }] => {
+                assert_eq!((p1, p2), (&path, &path));
+                assert_eq!((k1, k2), (&uma("dup", 0), &uma("zero", 0)));
+            }
+            other => panic!("{other:?}"),
+        }
+        let dup = problems[0].to_string();
+        assert!(
+            dup.contains(&path.display().to_string())
+                && dup.contains("index 2")
+                && dup.contains("\"dup\""),
+            "{dup}"
+        );
+        let zero = problems[1].to_string();
+        assert!(
+            zero.contains(STATE_FILE) && zero.contains("index 0") && zero.contains("\"zero\""),
+            "{zero}"
+        );
+        assert_eq!(m.len(), 3, "only the offenders are dropped");
+
+        // The kept rows keep their indexes; the offenders get fresh ones.
+        let got = served(m.assign(&types(&["a", "b", "dup", "zero", "e"])));
+        assert_eq!(got, vec![1, 2, 4, 5, 3]);
+        let saved = saved_entries(dir.path());
+        assert_eq!(saved.len(), 5);
+        assert_distinct(saved.iter().map(|e| e.1));
+        let (mut m2, problems) = StableIndexes::load(dir.path());
+        assert!(problems.is_empty(), "repaired: {problems:?}");
+        assert_eq!(
+            served(m2.assign(&types(&["e", "zero", "dup", "b", "a"]))),
+            vec![3, 5, 4, 2, 1]
+        );
+    }
+
+    #[test]
+    fn a_repaired_file_is_rewritten_even_without_new_types() {
+        let dir = tempfile::tempdir().unwrap();
+        write_state(dir.path(), &[("a", 1), ("dup", 1)]);
+        let (mut m, problems) = StableIndexes::load(dir.path());
+        assert_eq!(problems.len(), 1);
+        assert_eq!(served(m.assign(&types(&["a"]))), vec![1]);
+        assert_eq!(saved_entries(dir.path()), vec![("a".to_string(), 1)]);
+    }
+
+    #[test]
+    fn a_key_listed_twice_keeps_its_first_index_and_reserves_the_other() {
+        let dir = tempfile::tempdir().unwrap();
+        write_state(dir.path(), &[("a", 5), ("b", 1), ("a", 7)]);
+        let (m, problems) = StableIndexes::load(dir.path());
+        match &problems[..] {
+            [IndexError::RepeatedKey {
+                key,
+                kept: 5,
+                reserved: 7,
+                ..
+            }] => assert_eq!(key, &uma("a", 0)),
+            other => panic!("{other:?}"),
+        }
+        let w = problems[0].to_string();
+        assert!(
+            w.contains(STATE_FILE) && w.contains("\"a\"") && w.contains('7'),
+            "{w}"
+        );
+        assert_eq!(m.len(), 2);
+
+        // With room for 8 indexes, 7 is never handed out: the space is full after 6 others.
+        let mut m = m.with_max_index(8);
+        let a = m.assign(&types(&["a", "b", "c", "d", "e", "f", "g", "h"]));
+        assert!(
+            matches!(&a.problems[..], [IndexError::Full]),
+            "{:?}",
+            a.problems
+        );
+        assert_eq!(
+            a.indexes,
+            vec![
+                Some(5),
+                Some(1),
+                Some(8),
+                Some(2),
+                Some(3),
+                Some(4),
+                Some(6),
+                None
+            ]
+        );
+
+        // The reserved claim is saved after the key's own entry, so a reload keeps a's row.
+        let saved = saved_entries(dir.path());
+        assert_eq!(saved.last(), Some(&("a".to_string(), 7)));
+        let (mut m2, problems) = StableIndexes::load(dir.path());
+        assert!(
+            matches!(
+                &problems[..],
+                [IndexError::RepeatedKey {
+                    kept: 5,
+                    reserved: 7,
+                    ..
+                }]
+            ),
+            "{problems:?}"
+        );
+        assert_eq!(served(m2.assign(&types(&["a", "g"]))), vec![5, 6]);
+    }
+
+    #[test]
+    fn exhaustion_is_reported_once_and_nothing_is_served_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let (m, _) = StableIndexes::load(dir.path());
+        let mut m = m.with_max_index(3);
+        assert_eq!(served(m.assign(&types(&["a", "b"]))), vec![1, 2]);
+        let a = m.assign(&types(&["a", "c", "d", "e", "b"]));
+        assert_eq!(a.indexes, vec![Some(1), Some(3), None, None, Some(2)]);
+        assert!(
+            matches!(&a.problems[..], [IndexError::Full]),
+            "{:?}",
+            a.problems
+        );
+        assert!(a.problems[0].to_string().contains("taken"));
+        // Still full next time, still reported once; the known types keep being served.
+        let a = m.assign(&types(&["d", "c", "e"]));
+        assert_eq!(a.indexes, vec![None, Some(3), None]);
+        assert_eq!(a.problems.len(), 1);
+        let saved = saved_entries(dir.path());
+        assert_eq!(saved.len(), 3);
+        assert_distinct(saved.iter().map(|e| e.1));
+    }
+
+    #[test]
+    fn the_search_wraps_and_skips_reserved_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        write_state(dir.path(), &[("x", 2), ("y", 4)]);
+        let (m, _) = StableIndexes::load(dir.path());
+        let mut m = m.with_max_index(6);
+        // After 4 come 5 and 6, then the search wraps to 1, skips 2, takes 3.
+        let got = served(m.assign(&types(&["p", "q", "r", "s"])));
+        assert_eq!(got, vec![5, 6, 1, 3]);
+    }
+
+    #[test]
+    fn a_failed_save_is_reported_and_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("missing");
+        let (mut m, problems) = StableIndexes::load(&state);
+        assert!(problems.is_empty());
+        let a = m.assign(&types(&["a"]));
+        assert_eq!(a.indexes, vec![Some(1)], "still valid for this run");
+        assert!(
+            matches!(&a.problems[..], [IndexError::Save { path, .. }] if path.starts_with(&state)),
+            "{:?}",
+            a.problems
+        );
+        std::fs::create_dir(&state).unwrap();
+        // Nothing new, but the file still lacks "a".
+        assert_eq!(served(m.assign(&types(&["a"]))), vec![1]);
+        assert_eq!(saved_entries(&state), vec![("a".to_string(), 1)]);
+    }
+
+    #[test]
+    fn a_large_state_file_loads() {
+        const N: usize = 100_000;
+        let dir = tempfile::tempdir().unwrap();
+        let many: Vec<MemoryType> = (0..N)
+            .map(|i| MemoryType::new(Allocator::Slab, format!("cache-{i}")))
+            .collect();
+        let (mut m, _) = StableIndexes::load(dir.path());
+        let first = served(m.assign(&many));
+        let (mut m2, problems) = StableIndexes::load(dir.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(m2.len(), N);
+        assert_eq!(served(m2.assign(&many)), first);
+        assert_eq!(first.last(), Some(&(N as u32)));
     }
 }

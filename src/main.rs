@@ -227,9 +227,9 @@ fn load_indexes(dir: &Path) -> StableIndexes {
         tracing::warn!("{e}; indexes will not survive a restart");
         return StableIndexes::in_memory();
     }
-    let (m, warnings) = StableIndexes::load(dir);
-    for w in warnings {
-        tracing::warn!("{w}");
+    let (m, problems) = StableIndexes::load(dir);
+    for problem in &problems {
+        tracing::warn!("{problem}");
     }
     m
 }
