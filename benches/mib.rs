@@ -13,15 +13,14 @@ mod common;
 /// Every varbind of memTypeTable, by repeated GetNext from the table's OID.
 fn walk_type_table(view: &MibView) -> usize {
     let table = common::type_table();
-    let status = common::status;
     let mut cur = table.clone();
     let mut n = 0;
-    while let Some((oid, value)) = view.get_next(&cur, false, &[], &status) {
-        if !oid.starts_with(&table) {
+    while let Some(found) = view.get_next(&cur, false, &[]) {
+        if !found.oid.starts_with(&table) {
             break;
         }
-        black_box(&value);
-        cur = oid.0;
+        black_box(&found.value);
+        cur = found.oid.0;
         n += 1;
     }
     n
@@ -29,7 +28,6 @@ fn walk_type_table(view: &MibView) -> usize {
 
 fn get_next(c: &mut Criterion) {
     let mut g = c.benchmark_group("mib_get_next");
-    let status = common::status;
     // 100,000 types take a while to build; in test mode the sizes are capped.
     let mut done = Vec::new();
     for n in [300usize, 1_000, 10_000, 100_000] {
@@ -41,7 +39,7 @@ fn get_next(c: &mut Criterion) {
         let view = common::view_of(real);
         let start = common::in_use_bytes(real as u32 / 2);
         g.bench_with_input(BenchmarkId::from_parameter(real), &start, |b, start| {
-            b.iter(|| view.get_next(black_box(start), false, &[], &status))
+            b.iter(|| view.get_next(black_box(start), false, &[]))
         });
     }
     g.finish();

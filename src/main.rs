@@ -251,7 +251,12 @@ fn run(args: SettingArgs) -> Result<(), String> {
         tracing::info!("running as user {user}");
     }
     let indexes = load_indexes(&cfg.state_dir);
-    let agent = Agent::new(source.name(), indexes, agent_settings, std::time::Instant::now());
+    let agent = Agent::new(
+        source.name(),
+        indexes,
+        agent_settings,
+        std::time::Instant::now(),
+    );
     // After the privilege drop: the reading thread runs with the daemon's final credentials.
     let reader = SourceReader::spawn(source)
         .map_err(|e| format!("cannot start the source's reading thread: {e}"))?;

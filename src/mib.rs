@@ -395,9 +395,9 @@ fn add(acc: &mut Option<u64>, v: Option<u64>) {
 /// Which table column an accessible object is, and where its values come from.
 #[derive(Clone, Copy)]
 enum Kind {
-    TypeColumn(usize),
-    CpuColumn(usize),
-    AllocColumn(usize),
+    Type(usize),
+    Cpu(usize),
+    Alloc(usize),
 }
 
 struct Object {
@@ -413,19 +413,19 @@ fn objects() -> &'static [Object] {
         for (i, &(sub, ..)) in TYPE_COLUMNS.iter().enumerate() {
             v.push(Object {
                 prefix: root(&[OBJECTS, TYPE_TABLE, 1, sub]),
-                kind: Kind::TypeColumn(i),
+                kind: Kind::Type(i),
             });
         }
         for (i, &(sub, ..)) in CPU_COLUMNS.iter().enumerate() {
             v.push(Object {
                 prefix: root(&[OBJECTS, CPU_TABLE, 1, sub]),
-                kind: Kind::CpuColumn(i),
+                kind: Kind::Cpu(i),
             });
         }
         for (i, &(sub, ..)) in ALLOC_COLUMNS.iter().enumerate() {
             v.push(Object {
                 prefix: root(&[OBJECTS, ALLOC_TABLE, 1, sub]),
-                kind: Kind::AllocColumn(i),
+                kind: Kind::Alloc(i),
             });
         }
         v
@@ -552,9 +552,9 @@ impl MibView {
 
     fn present_len(&self, kind: Kind) -> usize {
         match kind {
-            Kind::TypeColumn(c) => self.type_present[c].len(),
-            Kind::CpuColumn(c) => self.cpu_present[c].len(),
-            Kind::AllocColumn(c) => self.alloc_present[c].len(),
+            Kind::Type(c) => self.type_present[c].len(),
+            Kind::Cpu(c) => self.cpu_present[c].len(),
+            Kind::Alloc(c) => self.alloc_present[c].len(),
         }
     }
 
@@ -621,7 +621,7 @@ impl MibView {
         };
         let suffix = &oid[obj.prefix.len()..];
         let v = match obj.kind {
-            Kind::TypeColumn(c) => match suffix {
+            Kind::Type(c) => match suffix {
                 [idx] => self
                     .rows
                     .binary_search_by_key(idx, |r| r.index)
@@ -632,7 +632,7 @@ impl MibView {
                     }),
                 _ => None,
             },
-            Kind::CpuColumn(c) => match suffix {
+            Kind::Cpu(c) => match suffix {
                 [idx, cpu] => self
                     .rows
                     .binary_search_by_key(idx, |r| r.index)
@@ -644,7 +644,7 @@ impl MibView {
                     }),
                 _ => None,
             },
-            Kind::AllocColumn(c) => match suffix {
+            Kind::Alloc(c) => match suffix {
                 [a] => self
                     .allocs
                     .iter()
@@ -718,7 +718,7 @@ impl MibView {
             },
         };
         match obj.kind {
-            Kind::TypeColumn(c) => {
+            Kind::Type(c) => {
                 let present = &self.type_present[c];
                 let i = present.partition_point(|&p| before(&[self.rows[p as usize].index]));
                 let &p = present.get(i)?;
@@ -726,7 +726,7 @@ impl MibView {
                 let v = (TYPE_COLUMNS[c].3)(t, r)?;
                 Some((i as u32, vec![r.index], v))
             }
-            Kind::CpuColumn(c) => {
+            Kind::Cpu(c) => {
                 let present = &self.cpu_present[c];
                 let i = present.partition_point(|&(p, slot)| {
                     let (r, t) = self.ty(p);
@@ -738,7 +738,7 @@ impl MibView {
                 let v = (CPU_COLUMNS[c].3)(pc)?;
                 Some((i as u32, vec![r.index, pc.cpu], v))
             }
-            Kind::AllocColumn(c) => {
+            Kind::Alloc(c) => {
                 let present = &self.alloc_present[c];
                 let i = present.partition_point(|&a| before(&[self.allocs[a as usize].allocator]));
                 let &a = present.get(i)?;
@@ -747,6 +747,41 @@ impl MibView {
                 Some((i as u32, vec![s.allocator], v))
             }
         }
+    }
+}
+
+/// The whole MEMSTAT-MIB at one moment: the daemon's scalars from `status` and the tables
+/// from `view`. The agent answers the same way, but works the status out only when a
+/// request reaches a scalar; this is the plain form, for tests and benchmarks.
+pub struct Mib<'a> {
+    pub view: &'a MibView,
+    pub status: &'a DaemonStatus,
+}
+
+impl<'a> Mib<'a> {
+    pub fn new(view: &'a MibView, status: &'a DaemonStatus) -> Mib<'a> {
+        Mib { view, status }
+    }
+
+    /// Answers a Get of any OID.
+    pub fn get(&self, oid: &[u32]) -> Value {
+        if is_scalar(oid) {
+            scalar_get(oid, self.status)
+        } else {
+            self.view.get(oid)
+        }
+    }
+
+    /// Answers a GetNext: scalars first, then the tables.
+    pub fn get_next(&self, start: &[u32], include: bool, end: &[u32]) -> Option<(Oid, Value)> {
+        if scalars_may_follow(start) {
+            if let Some(found) = scalar_next(start, include, end, self.status) {
+                return Some(found);
+            }
+        }
+        self.view
+            .get_next(start, include, end)
+            .map(|f| (f.oid, f.value))
     }
 }
 

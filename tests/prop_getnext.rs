@@ -16,7 +16,7 @@
 
 use memstat_agentx::agentx::pdu::Value;
 use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
-use memstat_agentx::mib::{DaemonStatus, MibView, SourceStatus};
+use memstat_agentx::mib::{DaemonStatus, Mib, MibView, SourceStatus};
 use proptest::prelude::*;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -437,16 +437,16 @@ proptest! {
         let all = expected(&types, &indexes, &disc, &st);
         let snapshot = Snapshot::new(1, UNIX_EPOCH + Duration::from_secs(1), "prop".into(), types);
         let view = MibView::new(Arc::new(snapshot), &indexes, &disc);
-        let status = || st.clone();
+        let mib = Mib::new(&view, &st);
 
         for (oid, value) in &all {
-            prop_assert_eq!(&view.get(oid, &status), value, "get {:?}", oid);
+            prop_assert_eq!(&mib.get(oid), value, "get {:?}", oid);
         }
         for (start, include, end, bounded) in &queries {
             let start = resolve(start, &all);
             let end = if *bounded { resolve(end, &all) } else { Vec::new() };
             let want = successor(&all, &start, *include, &end);
-            let got = view.get_next(&start, *include, &end, &status);
+            let got = mib.get_next(&start, *include, &end);
             prop_assert_eq!(
                 got.as_ref().map(|(o, v)| (o.as_slice(), v)),
                 want.map(|(o, v)| (o.as_slice(), v)),
@@ -456,7 +456,7 @@ proptest! {
         // A full walk visits exactly the expected objects, in order.
         let mut walked = Vec::new();
         let mut at = Vec::new();
-        while let Some((o, v)) = view.get_next(&at, false, &[], &status) {
+        while let Some((o, v)) = mib.get_next(&at, false, &[]) {
             prop_assert!(o.as_slice() > at.as_slice(), "walk went backwards at {:?}", o);
             at = o.0.clone();
             walked.push((o.0, v));
@@ -508,11 +508,11 @@ proptest! {
             &indexes,
             &disc,
         );
-        let status = || st.clone();
+        let mib = Mib::new(&view, &st);
         let mut at = r(&[1, 3]);
-        while let Some((o, v)) = view.get_next(&at, false, &r(&[1, 4]), &status) {
+        while let Some((o, v)) = mib.get_next(&at, false, &r(&[1, 4])) {
             prop_assert!(o.as_slice() > at.as_slice());
-            prop_assert_eq!(&view.get(o.as_slice(), &status), &v, "instance {:?}", o);
+            prop_assert_eq!(&mib.get(o.as_slice()), &v, "instance {:?}", o);
             at = o.0;
         }
     }
@@ -549,13 +549,13 @@ fn repeated_cpu_numbers_get_and_getnext_agree() {
         status: SourceStatus::Ok,
         last_error: String::new(),
     };
-    let status = || st.clone();
+    let mib = Mib::new(&view, &st);
     let mut at = r(&[1, 3, 1, 2]);
     let mut seen = Vec::new();
-    while let Some((o, v)) = view.get_next(&at, false, &r(&[1, 3, 1, 3]), &status) {
+    while let Some((o, v)) = mib.get_next(&at, false, &r(&[1, 3, 1, 3])) {
         let cpu = *o.as_slice().last().unwrap();
         // The first entry listed for a CPU is the one Get serves.
-        assert_eq!(view.get(o.as_slice(), &status), v, "cpu {cpu}");
+        assert_eq!(mib.get(o.as_slice()), v, "cpu {cpu}");
         assert_eq!(v, Value::Counter64(u64::from(cpu * 3 % 5)), "cpu {cpu}");
         seen.push(cpu);
         at = o.0;

@@ -382,10 +382,13 @@ fn getbulk_cases() {
     let m = &d.model;
     let names = r(&[1, 2, 1, 2]);
     let names_end = r(&[1, 2, 1, 3]);
-    // max-repetitions above the row count of a bounded column: 5 rows then endOfMibView.
+    // max-repetitions above the row count of a bounded column: 5 rows then endOfMibView,
+    // named by the last row returned (RFC 2741 §7.2.3.3: the sixth repetition searches from
+    // there).
     let (resp, k) = c.getbulk(m, 0, 50, vec![range(&names, false, &names_end)]);
     assert_eq!(k, 6, "{resp:?}");
-    assert_eq!(resp.vbs[5], (names.clone(), V::EndOfMibView));
+    assert_eq!(resp.vbs[5], (resp.vbs[4].0.clone(), V::EndOfMibView));
+    assert!(resp.vbs[4].0.starts_with(&names) && resp.vbs[4].1 != V::EndOfMibView);
     // Unbounded, above the whole MIB.
     let (_, k) = c.getbulk(m, 0, 1000, vec![range(ROOT, false, &[])]);
     assert_eq!(k, m.entries.len() + 1);
@@ -428,6 +431,48 @@ fn getbulk_cases() {
     // A repeater starting after the subtree.
     let (resp, k) = c.getbulk(m, 0, 5, vec![range(&r(&[9]), false, &[])]);
     assert_eq!((k, resp.vbs[0].1.clone()), (1, V::EndOfMibView));
+}
+
+/// RFC 2741 §7.2.3.3 and §7.2.3.2: a repeater that runs out in a later repetition names its
+/// endOfMibView after the name it returned last, and keeps that name; one that returned
+/// nothing names the range's start. Two repeaters, one of each, in one GetBulk.
+#[test]
+fn getbulk_end_of_mib_view_names_the_last_name_returned() {
+    let (d, mut c) = started();
+    let m = &d.model;
+    let names = r(&[1, 2, 1, 2]);
+    let names_end = r(&[1, 2, 1, 3]);
+    let last_name = m
+        .entries
+        .iter()
+        .map(|e| e.0.clone())
+        .filter(|o| o.starts_with(&names))
+        .max()
+        .expect("memTypeName has rows");
+    // Starts just before the last row of memTypeName, bounded by the column.
+    let mut before_last = last_name.clone();
+    *before_last.last_mut().unwrap() -= 1;
+    // Starts after the last row: nothing to return at all.
+    let mut after_last = last_name.clone();
+    *after_last.last_mut().unwrap() += 1;
+    let (resp, k) = c.getbulk(
+        m,
+        0,
+        4,
+        vec![
+            range(&before_last, false, &names_end),
+            range(&after_last, false, &names_end),
+        ],
+    );
+    assert_eq!(
+        k, 2,
+        "both repeaters exhausted after two repetitions: {resp:?}"
+    );
+    assert_eq!(resp.vbs[0].0, last_name);
+    assert_ne!(resp.vbs[0].1, V::EndOfMibView);
+    assert_eq!(resp.vbs[1], (after_last.clone(), V::EndOfMibView));
+    assert_eq!(resp.vbs[2], (last_name, V::EndOfMibView));
+    assert_eq!(resp.vbs[3], (after_last, V::EndOfMibView));
 }
 
 #[test]

@@ -399,6 +399,8 @@ impl Manager {
 struct WalkRecord {
     manager: String,
     took: Duration,
+    /// Wall-clock start and end, to match the daemon's log lines.
+    span: (SystemTime, SystemTime),
     /// The client's error, if it failed.
     failed: Option<String>,
     gens: BTreeSet<u64>,
@@ -418,17 +420,20 @@ fn spawn_walker(
         let mut out = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let t0 = Instant::now();
+            let wall0 = SystemTime::now();
             let res = match m {
                 Manager::Bulk(r) => run("snmpbulkwalk", port, &[&format!("-Cr{r}")], &[TYPE_ENTRY]),
                 Manager::Walk => run("snmpwalk", port, &[], &[TYPE_ENTRY]),
             };
             let took = t0.elapsed();
+            let span = (wall0, SystemTime::now());
             let rec = match res {
                 Ok(lines) => {
                     let (gens, problems) = check_table_walk(&lines, rows);
                     WalkRecord {
                         manager: m.label(),
                         took,
+                        span,
                         failed: None,
                         gens,
                         problems,
@@ -437,6 +442,7 @@ fn spawn_walker(
                 Err(e) => WalkRecord {
                     manager: m.label(),
                     took,
+                    span,
                     failed: Some(e),
                     gens: BTreeSet::new(),
                     problems: Vec::new(),
@@ -505,12 +511,50 @@ fn spawn_random_manager(port: u16, rows: u32, stop: Arc<AtomicBool>) -> JoinHand
     })
 }
 
-fn count_ambiguous(daemon: &Daemon) -> usize {
+/// When the daemon logged each "ambiguous continuation" (the residual case of
+/// ARCHITECTURE.md: walks on two snapshots parked at the same OID at once).
+fn ambiguous_times(daemon: &Daemon) -> Vec<SystemTime> {
     daemon
         .log_text()
         .lines()
         .filter(|l| l.contains("ambiguous continuation"))
-        .count()
+        .filter_map(|l| log_time(l.split_whitespace().next()?))
+        .collect()
+}
+
+/// A tracing timestamp, `2026-12-01T00:45:16.820214Z`, as a SystemTime.
+fn log_time(s: &str) -> Option<SystemTime> {
+    let s = s.strip_suffix('Z')?;
+    let (date, time) = s.split_once('T')?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let t: Vec<u64> = hms
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    if d.len() != 3 || t.len() != 3 {
+        return None;
+    }
+    // Days since 1970-01-01 of a proleptic Gregorian date.
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
+    let nanos: u64 = format!("{frac:0<9}")[..9].parse().ok()?;
+    Some(
+        SystemTime::UNIX_EPOCH
+            + Duration::from_secs(days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2])
+            + Duration::from_nanos(nanos),
+    )
 }
 
 fn fmt_dur(d: Duration) -> String {
@@ -565,7 +609,8 @@ fn concurrent_managers(label: &str, rows: u32, args: &[&str], window: Duration, 
         .collect();
     let random = random.join().expect("random manager panicked");
     let last_gen = writer.stop();
-    let ambiguous = count_ambiguous(&daemon);
+    let ambiguous_at = ambiguous_times(&daemon);
+    let ambiguous = ambiguous_at.len();
 
     // Report.
     println!("[{label}] fixture went through {last_gen} generations");
@@ -662,14 +707,34 @@ fn concurrent_managers(label: &str, rows: u32, args: &[&str], window: Duration, 
         random.problems.len(),
         &random.problems[..random.problems.len().min(3)]
     );
+    // A walk shorter than walk-window may mix snapshots only through the residual case the
+    // daemon names: an ambiguous continuation logged while that walk ran. Any other mixing is
+    // a failure, and the residual case must stay rare.
+    let explained = |w: &WalkRecord| {
+        ambiguous_at
+            .iter()
+            .any(|t| *t >= w.span.0 && *t <= w.span.1)
+    };
+    let unexplained: Vec<&WalkRecord> = mixed_short
+        .iter()
+        .copied()
+        .filter(|w| !explained(w))
+        .collect();
+    println!(
+        "[{label}] residual case: {} of {} walks mixed snapshots, each during an ambiguous \
+         continuation",
+        mixed_short.len() - unexplained.len(),
+        completed.len()
+    );
     assert!(
-        mixed_short.is_empty(),
-        "[{label}] {} of {} walks shorter than walk-window {} mixed snapshots \
-         (\"ambiguous continuation\" log lines: {ambiguous}): {:?}",
-        mixed_short.len(),
+        unexplained.is_empty(),
+        "[{label}] {} of {} walks shorter than walk-window {} mixed snapshots with no \
+         ambiguous continuation logged while they ran (\"ambiguous continuation\" log lines: \
+         {ambiguous}): {:?}",
+        unexplained.len(),
         completed.len(),
         fmt_dur(window),
-        mixed_short
+        unexplained
             .iter()
             .map(|w| format!(
                 "{} in {}: generations {:?}",
@@ -678,6 +743,12 @@ fn concurrent_managers(label: &str, rows: u32, args: &[&str], window: Duration, 
                 w.gens
             ))
             .collect::<Vec<_>>()
+    );
+    assert!(
+        mixed_short.len() * 20 <= completed.len(),
+        "[{label}] the residual case is not rare: {} of {} walks mixed snapshots",
+        mixed_short.len(),
+        completed.len()
     );
 }
 

@@ -15,14 +15,13 @@
 //! `handle` again with `may_read = false`. [`Agent::answer_blocking`] does all of this
 //! inline, for tests and benchmarks.
 
-pub mod rows;
-pub mod scalars;
-pub mod store;
-pub mod walks;
+pub(crate) mod rows;
+pub(crate) mod scalars;
+pub(crate) mod store;
+pub(crate) mod walks;
 
 use crate::agentx::pdu::{
-    Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN,
-    MAX_PAYLOAD,
+    Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,
 };
 use crate::index::StableIndexes;
 use crate::memstat::{MemoryType, SourceError};
@@ -65,6 +64,8 @@ pub enum Handled {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WalkStats {
     pub continued: u64,
+    /// New walks that started where another walk waits, and joined its snapshot.
+    pub joined: u64,
     pub ambiguous: u64,
     pub repeated: u64,
 }
@@ -113,7 +114,31 @@ impl Agent {
     /// True when the next request that wants figures would need a read (also used for the
     /// one read at start-up).
     pub fn read_due(&mut self, now: Instant) -> bool {
-        self.store.refresh_due(now) && self.walks.has_room(now)
+        if !self.store.refresh_due(now) {
+            return false;
+        }
+        // While walks are in progress, the current view keeps serving new walks and Gets up
+        // to the freshness bound: walks that overlap in time share one snapshot, which
+        // keeps them apart where they park at the same OIDs.
+        let busy = self.walks.busy(now, self.busy_after());
+        if busy
+            && self
+                .store
+                .age(now)
+                .is_some_and(|a| a < self.freshness_bound())
+        {
+            return false;
+        }
+        self.walks.make_room(now)
+    }
+
+    /// A walk that parked this recently is in progress: max-age, but at least 0.1 s (a
+    /// manager under load, or snmpd serving many, takes that long between two requests of
+    /// a walk) and at most 1 s.
+    fn busy_after(&self) -> Duration {
+        self.settings
+            .max_age
+            .clamp(Duration::from_millis(100), Duration::from_secs(1))
     }
 
     /// The caller starts reading the source now.
@@ -132,11 +157,14 @@ impl Agent {
         let Ok(snap) = self.store.read_finished(result) else {
             return;
         };
-        if !self.walks.has_room(now) {
+        if !self.walks.make_room(now) {
             // Only a read that finished after its request gave up can get here: the views
             // filled up meanwhile. The bound on live views wins; the next request reads
             // again.
-            tracing::debug!("dropping a late snapshot: {} views alive", self.live_views());
+            tracing::debug!(
+                "dropping a late snapshot: {} views alive",
+                self.live_views()
+            );
             self.store.invalidate();
             return;
         }
@@ -204,12 +232,20 @@ impl Agent {
 
     /// Answers one request PDU into `out` (which is cleared first). With `may_read`, a
     /// request that needs a fresh snapshot returns [`Handled::NeedsRead`] instead.
-    pub fn handle(&mut self, pdu: &Pdu, now: Instant, may_read: bool, out: &mut Vec<u8>) -> Handled {
+    pub fn handle(
+        &mut self,
+        pdu: &Pdu,
+        now: Instant,
+        may_read: bool,
+        out: &mut Vec<u8>,
+    ) -> Handled {
         out.clear();
         let ids = pdu.ids;
         let handled = match &pdu.payload {
             Payload::Get { ranges } => self.get(ids, ranges, now, may_read, out),
-            Payload::GetNext { ranges } => self.get_bulk(ids, ranges.len(), 0, ranges, now, may_read, out),
+            Payload::GetNext { ranges } => {
+                self.get_bulk(ids, ranges.len(), 0, ranges, now, may_read, out)
+            }
             Payload::GetBulk {
                 non_repeaters,
                 max_repetitions,
@@ -274,6 +310,29 @@ impl Agent {
                 self.handle(pdu, now, false, out) == Handled::Reply
             }
         }
+    }
+
+    /// The snapshot a new walk joins, if its first answer is an OID where a walk waits on a
+    /// snapshot no older than the freshness bound. Without this, a lone GetNext that
+    /// happens to stop where a parked walk stopped would leave a newer snapshot's park
+    /// there, and the parked walk could not be told from it.
+    fn join(&self, ranges: &[SearchRange], now: Instant) -> Option<Arc<MibView>> {
+        let current = self.store.current()?;
+        let bound = self.freshness_bound();
+        ranges.iter().find_map(|r| {
+            let first = current.get_next(r.start.as_slice(), r.include, r.end.as_slice())?;
+            self.walks.waiting_at(first.oid.as_slice(), now, bound)
+        })
+    }
+
+    /// The oldest figures a new walk may see while other walks are in progress:
+    /// max(max-age, walk-window − max-age) (see ARCHITECTURE.md).
+    pub fn freshness_bound(&self) -> Duration {
+        let AgentSettings {
+            max_age,
+            walk_window,
+        } = self.settings;
+        max_age.max(walk_window.saturating_sub(max_age))
     }
 
     /// The view for a request that does not continue a walk: the newest, unless a read is
@@ -363,6 +422,9 @@ impl Agent {
                 }) && (max_repetitions == 0 || non_repeaters == ranges.len());
                 if scalars_only {
                     self.empty.clone()
+                } else if let Some(joined) = self.join(ranges, now) {
+                    self.stats.joined += 1;
+                    joined
                 } else {
                     match self.newest(now, may_read) {
                         Ok(v) => v,
@@ -372,6 +434,19 @@ impl Agent {
             }
         };
 
+        // Only walks park, so that nothing else is ever taken for a walk waiting at the
+        // same OID. Two kinds of request do not:
+        // - one that continues no walk and starts at instances: a lone GetNext (or a walk
+        //   resumed after its window);
+        // - one that starts where a walk already went on from: a re-sent request, whose
+        //   first answer parked already, or a lone GetNext that happened to start there.
+        let lone = match how {
+            Continuation::Repeated => true,
+            Continuation::None => ranges
+                .iter()
+                .all(|r| view.instance_of(r.start.as_slice()).is_some()),
+            Continuation::Parked | Continuation::Ambiguous => false,
+        };
         let mut step = |from: &[u32], include: bool, end: &[u32]| -> Option<Step> {
             if mib::scalars_may_follow(from) {
                 let st = status.get_or_insert_with(|| self.scalars.status(&self.store, now));
@@ -448,8 +523,10 @@ impl Agent {
         for (j, (s, _)) in last.into_iter().enumerate() {
             parked[non_repeaters + j] = s.and_then(|s| s.instance);
         }
-        for instance in parked.into_iter().flatten() {
-            self.walks.park(&view, instance, ids.transaction_id, now);
+        if !lone {
+            for instance in parked.into_iter().flatten() {
+                self.walks.park(&view, instance, ids.transaction_id, now);
+            }
         }
         Handled::Reply
     }

@@ -71,6 +71,8 @@ pub struct RowIdentity {
     discontinuity: Discontinuity,
     clock: MasterClock,
     laid_out: u64,
+    /// A full index space is reported once, not at every refresh.
+    full_reported: bool,
 }
 
 impl RowIdentity {
@@ -80,6 +82,7 @@ impl RowIdentity {
             discontinuity: Discontinuity::default(),
             clock: MasterClock::default(),
             laid_out: 0,
+            full_reported: false,
         }
     }
 
@@ -127,7 +130,13 @@ impl RowIdentity {
             let kept = Snapshot::new(generation, taken_at, snap.source, types);
             MibView::new(Arc::new(kept), &idx, &d)
         };
-        (view, assigned.problems)
+        let mut problems = assigned.problems;
+        let full = problems.iter().any(|p| matches!(p, IndexError::Full));
+        if full && self.full_reported {
+            problems.retain(|p| !matches!(p, IndexError::Full));
+        }
+        self.full_reported = full;
+        (view, problems)
     }
 }
 
@@ -157,9 +166,15 @@ mod tests {
             d.update(&snap(2, &[("a", 6), ("b", 1), ("c", 1)]), false, 200),
             [0, 200, 200]
         );
-        assert_eq!(d.update(&snap(3, &[("a", 7), ("b", 2)]), false, 300), [0, 200]);
+        assert_eq!(
+            d.update(&snap(3, &[("a", 7), ("b", 2)]), false, 300),
+            [0, 200]
+        );
         // c vanished in generation 3 and returns in 4: its counters may have restarted.
-        assert_eq!(d.update(&snap(4, &[("a", 8), ("c", 9)]), false, 400), [0, 400]);
+        assert_eq!(
+            d.update(&snap(4, &[("a", 8), ("c", 9)]), false, 400),
+            [0, 400]
+        );
     }
 
     #[test]

@@ -94,11 +94,6 @@ impl SnapshotStore {
         self.refreshes += 1;
     }
 
-    /// True while a read is in flight.
-    pub fn reading(&self) -> bool {
-        self.reading_since.is_some()
-    }
-
     /// The request that waited for the read in flight gave up waiting: it is served from
     /// the last good snapshot, which is now stale.
     pub fn read_overdue(&mut self, now: Instant) {
@@ -203,7 +198,10 @@ mod tests {
     fn install(s: &mut SnapshotStore, snap: Snapshot, at: Instant) {
         let n = snap.types.len();
         let idx: Vec<u32> = (1..=n as u32).collect();
-        s.install(Arc::new(MibView::new(Arc::new(snap), &idx, &vec![0; n])), at);
+        s.install(
+            Arc::new(MibView::new(Arc::new(snap), &idx, &vec![0; n])),
+            at,
+        );
     }
 
     #[test]
@@ -241,7 +239,10 @@ mod tests {
         );
         assert_eq!(s.status(), SourceStatus::Stale);
         assert_eq!(s.current().unwrap().snapshot().generation, 1);
-        assert!(!s.refresh_due(t1 + Duration::from_millis(500)), "retried once per max-age");
+        assert!(
+            !s.refresh_due(t1 + Duration::from_millis(500)),
+            "retried once per max-age"
+        );
         assert!(s.refresh_due(t1 + Duration::from_secs(1)));
         assert_eq!((s.refreshes(), s.failures()), (2, 1));
         s.read_started(t1 + Duration::from_secs(1));
@@ -260,7 +261,10 @@ mod tests {
         s.read_overdue(t0 + Duration::from_millis(800));
         let e = s.last_error().unwrap().to_string();
         assert!(e.contains("linux:/tmp/fifo") && e.contains("0.8 s"), "{e}");
-        assert!(!s.refresh_due(t0 + Duration::from_secs(10)), "still reading");
+        assert!(
+            !s.refresh_due(t0 + Duration::from_secs(10)),
+            "still reading"
+        );
         let snap = s.read_finished(Ok(types())).unwrap();
         install(&mut s, snap, t0 + Duration::from_secs(10));
         assert_eq!(s.status(), SourceStatus::Ok);

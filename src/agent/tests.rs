@@ -103,9 +103,9 @@ impl Rig {
             payload,
         );
         let kernel = &mut self.kernel;
-        let replied =
-            self.agent
-                .answer_blocking(&pdu, self.now, &mut self.out, &mut || kernel.types());
+        let replied = self
+            .agent
+            .answer_blocking(&pdu, self.now, &mut self.out, &mut || kernel.types());
         assert!(replied);
         assert!(self.agent.live_views() <= walks::MAX_LIVE_VIEWS);
         match Pdu::decode(&self.out).unwrap().payload {
@@ -324,7 +324,10 @@ fn concurrent_walkers_each_see_one_snapshot() {
             next[k] = t + TURN_US;
         }
         let stats = r.agent.walk_stats();
-        assert!(walks > 50 && checked == walks, "{walks} walks, {checked} checked");
+        assert!(
+            walks > 50 && checked == walks,
+            "{walks} walks, {checked} checked"
+        );
         assert!(stats.continued > 1000, "{stats:?}");
     }
 }
@@ -387,7 +390,7 @@ fn a_change_reaches_new_requests_within_the_bound() {
     let row5 = col(9, Some(5));
     r.get(&row5);
     // Walkers that never stop: each step continues where the last one parked.
-    let mut parked = vec![col(9, None), col(13, None), col(5, None)];
+    let mut parked = [col(9, None), col(13, None), col(5, None)];
     let mut changed_at = None;
     let mut seen_at = None;
     for step in 0..20_000u64 {
@@ -409,7 +412,10 @@ fn a_change_reaches_new_requests_within_the_bound() {
         }
     }
     let lag = seen_at.expect("the change never showed") - changed_at.unwrap();
-    assert!(lag <= bound + 50, "a Get saw the change after {lag} ms, bound {bound} ms");
+    assert!(
+        lag <= bound + 50,
+        "a Get saw the change after {lag} ms, bound {bound} ms"
+    );
     // Nobody walking: the next Get after max-age reads the source again.
     r.kernel.gen = 3;
     r.advance(window + 1);

@@ -28,6 +28,15 @@ pub const MAX_LIVE_VIEWS: usize = 3;
 /// could overflow (after 5 days), and the parks move with it.
 const TICK_NS: u128 = 100_000;
 const EPOCH_SPAN: Duration = Duration::from_secs(4 * 86_400);
+/// How long a walk may go quiet and still keep its snapshot when all [`MAX_LIVE_VIEWS`] are
+/// in use and a refresh is due: longer than a manager's own retry of a lost request (1 s
+/// for net-snmp's tools). The last request of a finished walk parks like any other, and
+/// nothing tells a finished walk from a paused one; without this, walks that follow one
+/// another would each hold a view for a whole walk-window and keep new walks off fresh
+/// figures.
+pub const PAUSE_GRACE: Duration = Duration::from_secs(2);
+/// A walk that is moving asks again within this long of parking (see `pick_waiting`).
+pub const TURNAROUND: Duration = Duration::from_secs(1);
 /// Walks are remembered for a day at most, whatever the configuration says, so that the
 /// epoch can always move past them.
 const MAX_WINDOW: Duration = Duration::from_secs(86_400);
@@ -48,6 +57,8 @@ struct Park {
 
 struct Tracked {
     view: Arc<MibView>,
+    /// When this view became current.
+    created: Instant,
     /// When this view stopped being current.
     retired: Option<Instant>,
     epoch: Instant,
@@ -60,6 +71,7 @@ impl Tracked {
     fn new(view: Arc<MibView>, now: Instant) -> Tracked {
         Tracked {
             view,
+            created: now,
             retired: None,
             epoch: now,
             parks: Vec::new(),
@@ -69,7 +81,10 @@ impl Tracked {
 
     fn stamp(&self, now: Instant) -> u32 {
         let ticks = now.saturating_duration_since(self.epoch).as_nanos() / TICK_NS;
-        u32::try_from(ticks).unwrap_or(u32::MAX - 1).min(u32::MAX - 1) + 1
+        u32::try_from(ticks)
+            .unwrap_or(u32::MAX - 1)
+            .min(u32::MAX - 1)
+            + 1
     }
 
     /// Moves the epoch up to `window` before `now`, keeping the times of the parks that
@@ -78,7 +93,7 @@ impl Tracked {
         let epoch = now.checked_sub(window).unwrap_or(now).max(self.epoch);
         let shift = self.stamp(epoch) - 1;
         for p in &mut self.parks {
-            p.at = if p.at > shift { p.at - shift } else { 0 };
+            p.at = p.at.saturating_sub(shift);
         }
         self.epoch = epoch;
     }
@@ -110,8 +125,8 @@ pub enum Continuation {
     None,
     /// Exactly one view has a walk waiting there.
     Parked,
-    /// Walks on more than one view wait at the same OID (the residual case): the one that
-    /// parked first is taken to come back first.
+    /// Walks on more than one view wait at the same OID (the residual case): see
+    /// `pick_waiting` for which is taken to be the one asking.
     Ambiguous,
     /// A walk parked there but already continued: a re-sent request, or a second manager
     /// that stops at the very same OIDs on the same view.
@@ -143,7 +158,7 @@ impl WalkTracker {
     }
 
     /// Makes `view` the current one. The previous current view stays for the walks parked
-    /// on it. Callers check [`has_room`](Self::has_room) first; should they not, the oldest
+    /// on it. Callers check [`make_room`](Self::make_room) first; should they not, the oldest
     /// view is dropped so that the bound holds whatever happens.
     pub fn adopt(&mut self, view: Arc<MibView>, now: Instant) {
         self.expire(now);
@@ -158,9 +173,18 @@ impl WalkTracker {
         self.expire(now);
     }
 
-    /// True when a new view may be adopted without dropping one that a walk may still need.
-    pub fn has_room(&mut self, now: Instant) -> bool {
+    /// True when a new view may be adopted. When all views are in use, the oldest retired
+    /// one is let go if no walk on it has asked anything for [`PAUSE_GRACE`].
+    pub fn make_room(&mut self, now: Instant) -> bool {
         self.expire(now);
+        if self.views.len() >= MAX_LIVE_VIEWS {
+            let quiet = self.views[0]
+                .newest_park
+                .map_or(true, |p| now.duration_since(p) >= PAUSE_GRACE);
+            if quiet {
+                self.views.remove(0);
+            }
+        }
         self.views.len() < MAX_LIVE_VIEWS
     }
 
@@ -168,7 +192,10 @@ impl WalkTracker {
     /// they are all older than the window.
     pub fn expire(&mut self, now: Instant) {
         let window = self.window;
-        let dead = |t: &Tracked| t.newest_park.map_or(true, |p| now.duration_since(p) >= window);
+        let dead = |t: &Tracked| {
+            t.newest_park
+                .map_or(true, |p| now.duration_since(p) >= window)
+        };
         let last = self.views.len().saturating_sub(1);
         let mut i = 0;
         self.views.retain(|t| {
@@ -237,6 +264,30 @@ impl WalkTracker {
         }
     }
 
+    /// True when a walk parked on any live view within `recent`: walks are in progress.
+    pub fn busy(&self, now: Instant, recent: Duration) -> bool {
+        self.views
+            .iter()
+            .filter_map(|t| t.newest_park)
+            .any(|p| now.saturating_duration_since(p) < recent)
+    }
+
+    /// The view, no older than `max_age`, on which a walk waits at `oid`, the most recently
+    /// parked if several. A new walk whose first answer is that OID joins it, so that a
+    /// lone GetNext cannot split a parked walk from its snapshot, and a walk that starts
+    /// where another stopped shares its snapshot.
+    pub fn waiting_at(&self, oid: &[u32], now: Instant, max_age: Duration) -> Option<Arc<MibView>> {
+        self.views
+            .iter()
+            .filter(|t| now.saturating_duration_since(t.created) <= max_age)
+            .filter_map(|t| {
+                let (_, park) = t.live_park(oid, now, self.window)?;
+                (park.waiting > 0).then(|| (t.stamp(now).saturating_sub(park.at), t))
+            })
+            .min_by_key(|(age, _)| *age)
+            .map(|(_, t)| t.view.clone())
+    }
+
     /// The view a GetNext or GetBulk of request `transaction` starting at `starts`
     /// continues on, if any walk parked at one of them. The walk that waited there is taken
     /// off.
@@ -250,9 +301,9 @@ impl WalkTracker {
             return (None, Continuation::None);
         }
         let window = self.window;
-        // Per view: its earliest waiting park among the starts, and its latest park at all.
-        let mut waiting: Option<(usize, u32)> = None;
-        let mut views_waiting = 0;
+        // Per view: its waiting park among the starts, and its most recent park of any
+        // kind. Ages compare across views on one clock.
+        let mut candidates: Vec<(usize, u32)> = Vec::new();
         let mut repeated: Option<(usize, u32)> = None;
         let mut same_request = None;
         for (v, t) in self.views.iter().enumerate() {
@@ -261,26 +312,22 @@ impl WalkTracker {
                 let Some((_, park)) = t.live_park(s, now, window) else {
                     continue;
                 };
-                // Compare park times across views on one clock: the age of the park.
                 let age = t.stamp(now).saturating_sub(park.at);
                 if park.waiting > 0 && park.by == transaction {
                     same_request = Some(v);
                 }
                 if park.waiting > 0 {
-                    this_waiting = Some(this_waiting.map_or(age, |a: u32| a.max(age)));
+                    this_waiting = Some(this_waiting.map_or(age, |a: u32| a.min(age)));
                 } else if repeated.map_or(true, |(_, a)| age < a) {
                     repeated = Some((v, age));
                 }
             }
             if let Some(age) = this_waiting {
-                views_waiting += 1;
-                // The oldest park first: the walk that stopped first is the one that comes
-                // back first, since every manager takes about the same time to turn round.
-                if waiting.map_or(true, |(_, a)| age > a) {
-                    waiting = Some((v, age));
-                }
+                candidates.push((v, age));
             }
         }
+        let views_waiting = candidates.len();
+        let waiting = pick_waiting(&candidates);
         let (chosen, how) = match (same_request, waiting, repeated) {
             (Some(v), ..) => (v, Continuation::Parked),
             (None, Some((v, _)), _) if views_waiting > 1 => (v, Continuation::Ambiguous),
@@ -298,6 +345,22 @@ impl WalkTracker {
         }
         (Some(t.view.clone()), how)
     }
+}
+
+/// Of the views with a walk waiting at the same OID, the one whose walk is asking now.
+/// Walks that are moving come back within one round trip of parking, in about the order
+/// they parked: the master queues every manager's requests alike. So among parks younger
+/// than [`TURNAROUND`], the oldest. A park older than that is a walk that paused, or the last
+/// of one that ended; when only such parks are left, the most recent. Two moving walks that
+/// come back out of order are the residual case of ARCHITECTURE.md.
+fn pick_waiting(candidates: &[(usize, u32)]) -> Option<(usize, u32)> {
+    let turnaround = (TURNAROUND.as_nanos() / TICK_NS) as u32;
+    candidates
+        .iter()
+        .filter(|(_, age)| *age < turnaround)
+        .max_by_key(|(_, age)| *age)
+        .or_else(|| candidates.iter().min_by_key(|(_, age)| *age))
+        .copied()
 }
 
 #[cfg(test)]
@@ -361,27 +424,79 @@ mod tests {
     }
 
     #[test]
-    fn walks_parked_at_the_same_oid_on_two_views_come_back_in_order() {
+    fn moving_walks_parked_at_the_same_oid_on_two_views_come_back_in_order() {
         let t0 = Instant::now();
         let ms = |n| t0 + Duration::from_millis(n);
         let mut w = WalkTracker::new(W);
         let (a, b) = (view(1), view(2));
         w.adopt(a.clone(), t0);
-        // Walk A parks at row 2 on the old view; walk B, on the new one, at row 1.
         park_at(&mut w, &a, 2, ms(1));
         w.adopt(b.clone(), ms(2));
         park_at(&mut w, &b, 1, ms(3));
-        // A moves on to row 3 first, B just after.
-        assert!(Arc::ptr_eq(&w.continuation_any(&[&allocs(2)], ms(4)).0.unwrap(), &a));
+        // Both move on to row 3, A first.
+        assert!(Arc::ptr_eq(
+            &w.continuation_any(&[&allocs(2)], ms(4)).0.unwrap(),
+            &a
+        ));
         park_at(&mut w, &a, 3, ms(5));
-        assert!(Arc::ptr_eq(&w.continuation_any(&[&allocs(1)], ms(5)).0.unwrap(), &b));
+        assert!(Arc::ptr_eq(
+            &w.continuation_any(&[&allocs(1)], ms(5)).0.unwrap(),
+            &b
+        ));
         park_at(&mut w, &b, 3, ms(6));
+        // Both are moving: the one that parked first is taken to come back first.
         let (first, how) = w.continuation_any(&[&allocs(3)], ms(7));
         assert_eq!(how, Continuation::Ambiguous);
         assert!(Arc::ptr_eq(&first.unwrap(), &a), "the first to park");
         let (second, how) = w.continuation_any(&[&allocs(3)], ms(8));
         assert_eq!(how, Continuation::Parked);
         assert!(Arc::ptr_eq(&second.unwrap(), &b));
+    }
+
+    #[test]
+    fn a_lingering_park_on_another_view_does_not_capture_a_walk() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut w = WalkTracker::new(W);
+        let (a, b) = (view(1), view(2));
+        w.adopt(a.clone(), t0);
+        // A walk on `a` ended at row 3 (or a lone GetNext returned row 3): nobody comes back.
+        park_at(&mut w, &a, 3, ms(1));
+        w.adopt(b.clone(), ms(2));
+        // A walk on `b` parks at row 3 and continues one round trip later.
+        park_at(&mut w, &b, 3, ms(1_500));
+        let (v, how) = w.continuation_any(&[&allocs(3)], ms(1_501));
+        assert_eq!(how, Continuation::Ambiguous);
+        assert!(Arc::ptr_eq(&v.unwrap(), &b), "the walk that parked last");
+        // The lingering park is still there for a walk of `a` that paused.
+        let (v, how) = w.continuation_any(&[&allocs(3)], ms(1_900));
+        assert_eq!(how, Continuation::Parked);
+        assert!(Arc::ptr_eq(&v.unwrap(), &a));
+    }
+
+    #[test]
+    fn a_new_walk_finds_the_view_a_walk_waits_on() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut w = WalkTracker::new(W);
+        let (a, b) = (view(1), view(2));
+        w.adopt(a.clone(), t0);
+        park_at(&mut w, &a, 3, ms(1));
+        w.adopt(b.clone(), ms(600));
+        let found = w.waiting_at(&allocs(3), ms(700), Duration::from_secs(1));
+        assert!(Arc::ptr_eq(&found.unwrap(), &a));
+        assert!(w
+            .waiting_at(&allocs(4), ms(700), Duration::from_secs(1))
+            .is_none());
+        // Too old to join.
+        assert!(w
+            .waiting_at(&allocs(3), ms(700), Duration::from_millis(500))
+            .is_none());
+        // Once the walk went on, nobody waits there.
+        w.continuation_any(&[&allocs(3)], ms(800));
+        assert!(w
+            .waiting_at(&allocs(3), ms(900), Duration::from_secs(1))
+            .is_none());
     }
 
     #[test]
@@ -469,6 +584,31 @@ mod tests {
     }
 
     #[test]
+    fn a_full_set_lets_go_of_the_oldest_view_only_when_its_walks_went_quiet() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut w = WalkTracker::new(W);
+        let (a, b, c) = (view(1), view(2), view(3));
+        for (row, v, at) in [(1, &a, 0), (2, &b, 10), (3, &c, 20)] {
+            assert!(w.make_room(ms(at)));
+            w.adopt(v.clone(), ms(at));
+            park_at(&mut w, v, row, ms(at + 1));
+        }
+        // a, b and c each hold a parked walk; a's went quiet 1 ms ago.
+        assert!(!w.make_room(ms(500)), "a walk on `a` may still come back");
+        assert_eq!(w.live_views(), 3);
+        // It keeps asking: still no room.
+        let (v, _) = w.continuation_any(&[&allocs(1)], ms(1_000));
+        assert!(Arc::ptr_eq(&v.unwrap(), &a));
+        park_at(&mut w, &a, 4, ms(1_000));
+        assert!(!w.make_room(ms(2_500)));
+        // Quiet for the grace: `a` goes, the others stay.
+        assert!(w.make_room(ms(1_000) + PAUSE_GRACE));
+        assert_eq!(w.live_views(), 2);
+        assert!(!w.views.iter().any(|t| Arc::ptr_eq(&t.view, &a)));
+    }
+
+    #[test]
     fn parks_survive_a_move_of_the_epoch() {
         let t0 = Instant::now();
         let mut w = WalkTracker::new(W);
@@ -494,7 +634,7 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             let now = t0 + Duration::from_millis(step);
-            if state % 7 == 0 && w.has_room(now) {
+            if state % 7 == 0 && w.make_room(now) {
                 let v = view(step);
                 views.push(v.clone());
                 w.adopt(v, now);

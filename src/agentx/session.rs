@@ -10,8 +10,8 @@
 //! and Registers again. net-snmp never reconnects for us.
 
 use super::pdu::{CloseReason, HeaderIds, Payload, Pdu, ResError};
-use super::transport::{Connection, ConnectionError, Frame, FrameReader};
 pub use super::transport::MasterAddr;
+use super::transport::{Connection, ConnectionError, Frame, FrameReader};
 use crate::agent::{Agent, AgentSettings, Handled};
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError};
@@ -478,7 +478,9 @@ impl Subagent {
                 Handled::NoReply => Ok(()),
                 Handled::NeedsRead => {
                     self.read_for(&pdu, control).await?;
-                    if self.agent.handle(&pdu, Instant::now(), false, &mut self.out)
+                    if self
+                        .agent
+                        .handle(&pdu, Instant::now(), false, &mut self.out)
                         == Handled::Reply
                     {
                         self.send(conn).await?;
@@ -491,7 +493,11 @@ impl Subagent {
 
     /// Has the source read for a request, waiting at most [`READ_WAIT`]; the master, the
     /// timers and reloads wait meanwhile, a shutdown does not.
-    async fn read_for(&mut self, pdu: &Pdu, control: &mut mpsc::Receiver<Control>) -> Result<(), End> {
+    async fn read_for(
+        &mut self,
+        pdu: &Pdu,
+        control: &mut mpsc::Receiver<Control>,
+    ) -> Result<(), End> {
         let started = Instant::now();
         self.agent.read_started(started);
         let mut rx = self.reader.read();

@@ -326,6 +326,9 @@ mod tests {
             }
         }
         drop(peer);
-        assert!(matches!(reader.next(&conn).await, Err(ConnectionError::Closed)));
+        assert!(matches!(
+            reader.next(&conn).await,
+            Err(ConnectionError::Closed)
+        ));
     }
 }

@@ -832,8 +832,10 @@ pub fn check_getbulk(
             &format!("GetBulk non-repeater {i}"),
         );
     }
-    // Each repetition continues from the previous result; an exhausted range stays
-    // endOfMibView, named by its start OID.
+    // Each repetition continues from the previous result. RFC 2741 §7.2.3.3: from the
+    // second repetition on, a repeater's search starts at the name it returned last, so its
+    // endOfMibView carries that name; only a repeater that returned nothing names the
+    // range's start. An exhausted range stays endOfMibView under that name.
     let mut cursor: Vec<(Vec<u32>, bool, bool)> = ranges[n..]
         .iter()
         .map(|rg| (rg.start.0.clone(), rg.include, false))
@@ -846,15 +848,16 @@ pub fn check_getbulk(
             if done {
                 assert_eq!(
                     *vb,
-                    (rg.start.0.clone(), V::EndOfMibView),
-                    "{ctx}: an exhausted range must stay endOfMibView"
+                    (from.clone(), V::EndOfMibView),
+                    "{ctx}: an exhausted range must stay endOfMibView, named as before"
                 );
                 continue;
             }
             if vb.1 == V::EndOfMibView {
                 assert_eq!(
-                    vb.0, rg.start.0,
-                    "{ctx}: endOfMibView must carry the start OID"
+                    vb.0, from,
+                    "{ctx}: endOfMibView must carry the name returned last (the start OID \
+                     when nothing was returned)"
                 );
                 assert!(
                     model.next(&from, include, rg.end.as_slice()).is_none(),
