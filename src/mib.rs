@@ -695,8 +695,34 @@ impl MibView {
     /// The instance number of `oid` when it names a present cell of this view.
     pub fn instance_of(&self, oid: &[u32]) -> Option<u32> {
         let (k, obj) = Self::object_of(oid)?;
-        let (at, suffix, _) = self.next_in(obj, Some(&oid[obj.prefix.len()..]), true)?;
-        (suffix.as_slice() == &oid[obj.prefix.len()..]).then(|| self.first_instance[k] + at)
+        let suffix = &oid[obj.prefix.len()..];
+        // Exact searches, with no value built: this runs for every continuation.
+        let at = match (obj.kind, suffix) {
+            (Kind::Type(c), &[idx]) => {
+                let present = &self.type_present[c];
+                let i = present.partition_point(|&p| self.rows[p as usize].index < idx);
+                let &p = present.get(i)?;
+                (self.rows[p as usize].index == idx).then_some(i)?
+            }
+            (Kind::Cpu(c), &[idx, cpu]) => {
+                let present = &self.cpu_present[c];
+                let key = |&(p, slot): &(u32, u32)| {
+                    let (r, t) = self.ty(p);
+                    (r.index, t.per_cpu[slot as usize].cpu)
+                };
+                let i = present.partition_point(|e| key(e) < (idx, cpu));
+                let e = present.get(i)?;
+                (key(e) == (idx, cpu)).then_some(i)?
+            }
+            (Kind::Alloc(c), &[a]) => {
+                let present = &self.alloc_present[c];
+                let i = present.partition_point(|&x| self.allocs[x as usize].allocator < a);
+                let &x = present.get(i)?;
+                (self.allocs[x as usize].allocator == a).then_some(i)?
+            }
+            _ => return None,
+        };
+        Some(self.first_instance[k] + at as u32)
     }
 
     /// The first present instance of `obj` whose suffix is after `after` (or equal, with

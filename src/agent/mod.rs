@@ -79,6 +79,8 @@ pub struct Agent {
     settings: AgentSettings,
     empty: Arc<MibView>,
     stats: WalkStats,
+    /// Reused for every GetNext and GetBulk: where each range stopped.
+    parked_scratch: Vec<Option<u32>>,
 }
 
 impl Agent {
@@ -96,6 +98,7 @@ impl Agent {
             settings,
             empty: Arc::new(MibView::empty()),
             stats: WalkStats::default(),
+            parked_scratch: Vec::new(),
         }
     }
 
@@ -393,8 +396,8 @@ impl Agent {
         let mut status: Option<DaemonStatus> = None;
         // Which snapshot: the one a walk parked at one of the starts is on, else the
         // newest. A request answered from the scalars alone needs no snapshot at all.
-        let starts: Vec<&[u32]> = ranges.iter().map(|r| r.start.as_slice()).collect();
-        let (continued, how) = self.walks.continuation(&starts, ids.transaction_id, now);
+        let starts = ranges.iter().map(|r| r.start.as_slice());
+        let (continued, how) = self.walks.continuation(starts, ids.transaction_id, now);
         match how {
             Continuation::None => {}
             Continuation::Parked => self.stats.continued += 1,
@@ -435,7 +438,8 @@ impl Agent {
         };
 
         // Only walks park, so that nothing else is ever taken for a walk waiting at the
-        // same OID. Two kinds of request do not:
+        // same OID (the others leave a mark that only their own transaction follows). Two
+        // kinds of request do not:
         // - one that continues no walk and starts at instances: a lone GetNext (or a walk
         //   resumed after its window);
         // - one that starts where a walk already went on from: a re-sent request, whose
@@ -466,7 +470,9 @@ impl Agent {
         };
 
         // Where each range stands after this request: its last answer, if it had one.
-        let mut parked: Vec<Option<u32>> = vec![None; ranges.len()];
+        let mut parked = std::mem::take(&mut self.parked_scratch);
+        parked.clear();
+        parked.resize(ranges.len(), None);
         let mut w = ResponseWriter::begin(out, ids, 0, ResError::NO_ERROR, 0);
         for (i, r) in ranges[..non_repeaters].iter().enumerate() {
             match step(r.start.as_slice(), r.include, r.end.as_slice()) {
@@ -523,11 +529,15 @@ impl Agent {
         for (j, (s, _)) in last.into_iter().enumerate() {
             parked[non_repeaters + j] = s.and_then(|s| s.instance);
         }
-        if !lone {
-            for instance in parked.into_iter().flatten() {
-                self.walks.park(&view, instance, ids.transaction_id, now);
+        for instance in parked.iter().flatten() {
+            if lone {
+                self.walks
+                    .mark_lone(&view, *instance, ids.transaction_id, now);
+            } else {
+                self.walks.park(&view, *instance, ids.transaction_id, now);
             }
         }
+        self.parked_scratch = parked;
         Handled::Reply
     }
 }

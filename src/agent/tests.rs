@@ -507,3 +507,36 @@ fn get_bulk_end_of_mib_view_carries_the_last_name() {
         [(a.clone(), false), (b.clone(), true), (a, true), (b, true)]
     );
 }
+
+/// One SNMP GetBulk that net-snmp forwards as a GetNext per repetition (one transactionID)
+/// is one request: even when it is no walk (it starts at an instance) and the source moves
+/// and max-age passes between its repetitions, it is answered from one snapshot.
+#[test]
+fn the_repetitions_of_one_request_share_a_snapshot_even_when_it_is_no_walk() {
+    let mut r = Rig::new(0, 5_000);
+    r.get(&col(9, Some(1)));
+    r.txn += 1;
+    let txn = r.txn;
+    let mut cur = col(9, Some(3));
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        r.kernel.gen += 1;
+        r.advance(5);
+        let (o, v) = r
+            .ask_in(
+                txn,
+                Payload::GetNext {
+                    ranges: vec![range(cur.clone())],
+                },
+            )
+            .remove(0);
+        cur = o.clone();
+        seen.push((o, v));
+    }
+    assert_eq!(gens(&seen).len(), 1, "{:?}", gens(&seen));
+    // It left no walk behind: a GetNext of another request from where it stopped is no
+    // continuation of a waiting walk.
+    let before = r.agent.walk_stats();
+    r.get_next(&cur);
+    assert_eq!(r.agent.walk_stats().continued, before.continued);
+}

@@ -2,18 +2,21 @@
 //!
 //! The master tells us nothing about walks. A manager continues a walk by asking for the
 //! successor of the last OID it was given, so the only trace of a walk is where it parked:
-//! the instance we returned last. Every live view keeps one small slot per instance of its
-//! own: when that instance was last returned, and how many walks returned there have not
+//! the instance we returned last. Every live view keeps a small slot for each of its own
+//! instances where a walk parked: when that instance was last returned, and how many walks returned there have not
 //! come back yet. A GetNext or GetBulk that starts at a parked instance continues on the
 //! view that parked it; anything else is a new walk.
 //!
-//! Memory is bounded by design: at most [`MAX_LIVE_VIEWS`] views are alive, and the slots
-//! of a view are one array the size of that view, whatever the request rate. A view that is
+//! Memory is bounded by design: at most [`MAX_LIVE_VIEWS`] views are alive, and a view
+//! keeps at most one slot per instance of its own, whatever the request rate; in practice
+//! only the walks waiting and the stops of the last few seconds. A view that is
 //! no longer current lives only while a walk parked on it may still come back: at most
 //! `walk_window` after it stopped being current, and no longer than `walk_window` after its
 //! last park.
 
 use crate::mib::MibView;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,6 +58,36 @@ struct Park {
     by: u32,
 }
 
+/// Instance numbers are small integers of our own numbering; a multiply-shift hash spreads
+/// them at a fraction of SipHash's cost, on the path of every request.
+#[derive(Default)]
+struct InstanceHasher(u64);
+
+impl Hasher for InstanceHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (u64::from(i) ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        // hashbrown takes the bucket from the low bits and a tag from the top seven.
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+type ParkMap = HashMap<u32, Park, BuildHasherDefault<InstanceHasher>>;
+
+/// A re-sent request comes within the manager's retry budget (net-snmp's tools: 1 s × 5
+/// retries); a park that was continued from is remembered this long for it.
+const RESEND_WINDOW: Duration = Duration::from_secs(6);
+/// Parks are pruned of what can no longer matter every this many parks.
+const PRUNE_EVERY: u32 = 4096;
+
 struct Tracked {
     view: Arc<MibView>,
     /// When this view became current.
@@ -62,9 +95,13 @@ struct Tracked {
     /// When this view stopped being current.
     retired: Option<Instant>,
     epoch: Instant,
-    /// One slot per instance of `view`, allocated at the first park.
-    parks: Vec<Park>,
+    /// Per instance of `view` where a walk parked: at most one entry per instance, and in
+    /// practice only the walks waiting and those that went on within [`RESEND_WINDOW`].
+    parks: ParkMap,
     newest_park: Option<Instant>,
+    /// The last mark a request that is no walk left (see [`WalkTracker::mark_lone`]).
+    newest_mark: Option<Instant>,
+    parks_since_prune: u32,
 }
 
 impl Tracked {
@@ -74,9 +111,36 @@ impl Tracked {
             created: now,
             retired: None,
             epoch: now,
-            parks: Vec::new(),
+            parks: ParkMap::default(),
             newest_park: None,
+            newest_mark: None,
+            parks_since_prune: 0,
         }
+    }
+
+    /// True when no walk and no request can come back to this view: no park within
+    /// `window`, no mark within [`RESEND_WINDOW`].
+    fn unused(&self, now: Instant, window: Duration) -> bool {
+        let older =
+            |t: Option<Instant>, d: Duration| t.map_or(true, |t| now.duration_since(t) >= d);
+        older(self.newest_park, window) && older(self.newest_mark, RESEND_WINDOW.min(window))
+    }
+
+    /// Drops the parks that can no longer matter: waiting ones older than `window`, and
+    /// continued ones older than [`RESEND_WINDOW`].
+    fn prune(&mut self, now: Instant, window: Duration) {
+        let stamp = self.stamp(now);
+        let ticks = |d: Duration| u32::try_from(d.as_nanos() / TICK_NS).unwrap_or(u32::MAX);
+        let (keep_waiting, keep_done) = (ticks(window), ticks(RESEND_WINDOW.min(window)));
+        self.parks.retain(|_, p| {
+            let age = stamp.saturating_sub(p.at);
+            age < if p.waiting > 0 {
+                keep_waiting
+            } else {
+                keep_done
+            }
+        });
+        self.parks_since_prune = 0;
     }
 
     fn stamp(&self, now: Instant) -> u32 {
@@ -92,9 +156,10 @@ impl Tracked {
     fn rebase(&mut self, now: Instant, window: Duration) {
         let epoch = now.checked_sub(window).unwrap_or(now).max(self.epoch);
         let shift = self.stamp(epoch) - 1;
-        for p in &mut self.parks {
+        for p in self.parks.values_mut() {
             p.at = p.at.saturating_sub(shift);
         }
+        self.parks.retain(|_, p| p.at > 0);
         self.epoch = epoch;
     }
 
@@ -104,7 +169,7 @@ impl Tracked {
             return None;
         }
         let instance = self.view.instance_of(oid)?;
-        let park = *self.parks.get(instance as usize)?;
+        let park = *self.parks.get(&instance)?;
         if park.at == 0 {
             return None;
         }
@@ -113,8 +178,9 @@ impl Tracked {
     }
 
     fn forget_parks(&mut self) {
-        self.parks = Vec::new();
+        self.parks = ParkMap::default();
         self.newest_park = None;
+        self.newest_mark = None;
     }
 }
 
@@ -192,10 +258,7 @@ impl WalkTracker {
     /// they are all older than the window.
     pub fn expire(&mut self, now: Instant) {
         let window = self.window;
-        let dead = |t: &Tracked| {
-            t.newest_park
-                .map_or(true, |p| now.duration_since(p) >= window)
-        };
+        let dead = |t: &Tracked| t.unused(now, window);
         let last = self.views.len().saturating_sub(1);
         let mut i = 0;
         self.views.retain(|t| {
@@ -205,7 +268,7 @@ impl WalkTracker {
             keep
         });
         if let Some(cur) = self.views.last_mut() {
-            if cur.newest_park.is_some() && dead(cur) {
+            if (cur.newest_park.is_some() || cur.newest_mark.is_some()) && dead(cur) {
                 cur.forget_parks();
             }
             if now.saturating_duration_since(cur.epoch) >= EPOCH_SPAN {
@@ -219,7 +282,8 @@ impl WalkTracker {
         self.views
             .iter()
             .filter_map(|t| {
-                let by_park = t.newest_park.map(|p| p + self.window);
+                let by_mark = t.newest_mark.map(|m| m + RESEND_WINDOW.min(self.window));
+                let by_park = t.newest_park.map(|p| p + self.window).max(by_mark);
                 let by_retire = t.retired.map(|r| r + self.window);
                 match (by_park, by_retire) {
                     (Some(a), Some(b)) => Some(a.min(b)),
@@ -243,6 +307,30 @@ impl WalkTracker {
     /// Records that a walk parked at `instance` of `view` (we returned it as the last OID of
     /// a range of request `transaction`). A view that is no longer live is ignored.
     pub fn park(&mut self, view: &Arc<MibView>, instance: u32, transaction: u32, now: Instant) {
+        self.mark(view, instance, transaction, now, true);
+    }
+
+    /// Records where a request that is no walk (a lone GetNext, a re-sent request) stopped:
+    /// nobody waits there, but the rest of the same request (net-snmp sends a GetBulk's
+    /// repetitions as GetNexts with one transactionID) continues on the same view.
+    pub fn mark_lone(
+        &mut self,
+        view: &Arc<MibView>,
+        instance: u32,
+        transaction: u32,
+        now: Instant,
+    ) {
+        self.mark(view, instance, transaction, now, false);
+    }
+
+    fn mark(
+        &mut self,
+        view: &Arc<MibView>,
+        instance: u32,
+        transaction: u32,
+        now: Instant,
+        waits: bool,
+    ) {
         let Some(t) = self
             .views
             .iter_mut()
@@ -251,16 +339,22 @@ impl WalkTracker {
         else {
             return;
         };
-        let n = t.view.instance_count() as usize;
-        if t.parks.is_empty() {
-            t.parks = vec![Park::default(); n];
+        if instance >= t.view.instance_count() {
+            return;
         }
         let at = t.stamp(now);
-        if let Some(p) = t.parks.get_mut(instance as usize) {
-            p.at = at;
-            p.by = transaction;
+        let p = t.parks.entry(instance).or_default();
+        p.at = at;
+        p.by = transaction;
+        if waits {
             p.waiting = p.waiting.saturating_add(1);
             t.newest_park = Some(now);
+        } else {
+            t.newest_mark = Some(now);
+        }
+        t.parks_since_prune += 1;
+        if t.parks_since_prune >= PRUNE_EVERY {
+            t.prune(now, self.window);
         }
     }
 
@@ -291,56 +385,90 @@ impl WalkTracker {
     /// The view a GetNext or GetBulk of request `transaction` starting at `starts`
     /// continues on, if any walk parked at one of them. The walk that waited there is taken
     /// off.
-    pub fn continuation(
+    pub fn continuation<'s, S>(
         &mut self,
-        starts: &[&[u32]],
+        starts: S,
         transaction: u32,
         now: Instant,
-    ) -> (Option<Arc<MibView>>, Continuation) {
-        if self.views.iter().all(|t| t.newest_park.is_none()) {
+    ) -> (Option<Arc<MibView>>, Continuation)
+    where
+        S: IntoIterator<Item = &'s [u32]> + Clone,
+    {
+        if self.views.iter().all(|t| t.parks.is_empty()) {
             return (None, Continuation::None);
         }
         let window = self.window;
         // Per view: its waiting park among the starts, and its most recent park of any
-        // kind. Ages compare across views on one clock.
-        let mut candidates: Vec<(usize, u32)> = Vec::new();
+        // kind. Ages compare across views on one clock. The waiting parks found are kept
+        // (without allocating, for the usual few) to be taken off the chosen view after.
+        const KEPT: usize = 8;
+        let mut found = [(0usize, 0u32); KEPT];
+        let mut n_found = 0usize;
+        let mut overflow = false;
+        let mut candidates = [(0usize, 0u32); MAX_LIVE_VIEWS];
+        let mut n_candidates = 0usize;
         let mut repeated: Option<(usize, u32)> = None;
         let mut same_request = None;
         for (v, t) in self.views.iter().enumerate() {
+            if t.parks.is_empty() {
+                continue;
+            }
+            let stamp = t.stamp(now);
             let mut this_waiting: Option<u32> = None;
-            for s in starts {
-                let Some((_, park)) = t.live_park(s, now, window) else {
+            for s in starts.clone() {
+                let Some((instance, park)) = t.live_park(s, now, window) else {
                     continue;
                 };
-                let age = t.stamp(now).saturating_sub(park.at);
-                if park.waiting > 0 && park.by == transaction {
-                    same_request = Some(v);
+                let age = stamp.saturating_sub(park.at);
+                if park.by == transaction {
+                    same_request = Some((v, park.waiting > 0));
                 }
                 if park.waiting > 0 {
                     this_waiting = Some(this_waiting.map_or(age, |a: u32| a.min(age)));
+                    if n_found < KEPT {
+                        found[n_found] = (v, instance);
+                        n_found += 1;
+                    } else {
+                        overflow = true;
+                    }
                 } else if repeated.map_or(true, |(_, a)| age < a) {
                     repeated = Some((v, age));
                 }
             }
             if let Some(age) = this_waiting {
-                candidates.push((v, age));
+                candidates[n_candidates] = (v, age);
+                n_candidates += 1;
             }
         }
-        let views_waiting = candidates.len();
-        let waiting = pick_waiting(&candidates);
+        let views_waiting = n_candidates;
+        let waiting = pick_waiting(&candidates[..n_candidates]);
         let (chosen, how) = match (same_request, waiting, repeated) {
-            (Some(v), ..) => (v, Continuation::Parked),
+            (Some((v, true)), ..) => (v, Continuation::Parked),
+            (Some((v, false)), ..) => (v, Continuation::Repeated),
             (None, Some((v, _)), _) if views_waiting > 1 => (v, Continuation::Ambiguous),
             (None, Some((v, _)), _) => (v, Continuation::Parked),
             (None, None, Some((v, _))) => (v, Continuation::Repeated),
             (None, None, None) => return (None, Continuation::None),
         };
         let t = &mut self.views[chosen];
-        for s in starts {
-            if let Some((instance, park)) = t.live_park(s, now, window) {
-                if park.waiting > 0 {
-                    t.parks[instance as usize].waiting -= 1;
-                }
+        let taken: Vec<u32> = if overflow {
+            starts
+                .into_iter()
+                .filter_map(|s| t.live_park(s, now, window))
+                .filter(|(_, park)| park.waiting > 0)
+                .map(|(instance, _)| instance)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // With more hits than kept, `taken` has them all.
+        let kept = found[..if overflow { 0 } else { n_found }]
+            .iter()
+            .filter(|(v, _)| *v == chosen)
+            .map(|&(_, instance)| instance);
+        for instance in kept.chain(taken) {
+            if let Some(p) = t.parks.get_mut(&instance) {
+                p.waiting = p.waiting.saturating_sub(1);
             }
         }
         (Some(t.view.clone()), how)
@@ -402,7 +530,7 @@ mod tests {
             starts: &[&[u32]],
             now: Instant,
         ) -> (Option<Arc<MibView>>, Continuation) {
-            self.continuation(starts, u32::MAX, now)
+            self.continuation(starts.iter().copied(), u32::MAX, now)
         }
     }
 
@@ -514,7 +642,7 @@ mod tests {
         park_at(&mut w, &a, 3, ms(3));
         let i = b.instance_of(&allocs(3)).unwrap();
         w.park(&b, i, 7, ms(4));
-        let (v, how) = w.continuation(&[&allocs(3)], 7, ms(4));
+        let (v, how) = w.continuation([allocs(3).as_slice()], 7, ms(4));
         assert_eq!(how, Continuation::Parked);
         assert!(Arc::ptr_eq(&v.unwrap(), &b));
         let (v, _) = w.continuation_any(&[&allocs(3)], ms(5));
@@ -606,6 +734,28 @@ mod tests {
         assert!(w.make_room(ms(1_000) + PAUSE_GRACE));
         assert_eq!(w.live_views(), 2);
         assert!(!w.views.iter().any(|t| Arc::ptr_eq(&t.view, &a)));
+    }
+
+    #[test]
+    fn parks_that_can_no_longer_matter_are_pruned() {
+        let t0 = Instant::now();
+        let mut w = WalkTracker::new(W);
+        let a = view(1);
+        w.adopt(a.clone(), t0);
+        // A long walk, one park per step, each continued at once, one every millisecond.
+        let n = a.instance_count();
+        for step in 0..100_000u64 {
+            let now = t0 + Duration::from_millis(step);
+            let i = (step % u64::from(n)) as u32;
+            w.park(&a, i, 0, now);
+            let (_, how) = w.continuation_any(&[&allocs(i % 5 + 1)], now);
+            assert_ne!(how, Continuation::Ambiguous);
+        }
+        assert!(w.views[0].parks.len() <= n as usize);
+        // Nothing older than the resend window survives a prune.
+        let late = t0 + Duration::from_secs(200);
+        w.views[0].prune(late, W);
+        assert!(w.views[0].parks.is_empty());
     }
 
     #[test]

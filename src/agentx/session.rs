@@ -364,18 +364,20 @@ impl Subagent {
                 Some((_, d)) => Some(d),
                 None => next_ping,
             };
-            // Never in the past: the timer must not spin.
-            let soon = tokio::time::Instant::now() + Duration::from_millis(10);
-            let tick_wake = self
-                .agent
-                .next_tick()
-                .map(|t| tokio::time::Instant::from_std(t).max(soon));
-            let deadline = match (ping_wake, tick_wake) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => a.or(b).unwrap_or_else(|| timer.deadline().max(far())),
+            let tick_wake = self.agent.next_tick().map(tokio::time::Instant::from_std);
+            let wake = match (ping_wake, tick_wake) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
             };
-            if timer.deadline() != deadline {
-                timer.as_mut().reset(deadline);
+            // Only an earlier deadline moves the timer. Every request of a walk moves the
+            // walk-state expiry a little later, and none of them should touch the timer
+            // wheel; a timer that fires early finds nothing due and is set again.
+            if let Some(w) = wake {
+                if w < timer.deadline() {
+                    // Never in the past: the timer must not spin.
+                    let soon = tokio::time::Instant::now() + Duration::from_millis(10);
+                    timer.as_mut().reset(w.max(soon));
+                }
             }
             tokio::select! {
                 frame = frames.next(&conn) => {
