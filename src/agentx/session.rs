@@ -365,18 +365,27 @@ impl Subagent {
                 None => next_ping,
             };
             let tick_wake = self.agent.next_tick().map(tokio::time::Instant::from_std);
-            let wake = match (ping_wake, tick_wake) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            // Only an earlier deadline moves the timer. Every request of a walk moves the
-            // walk-state expiry a little later, and none of them should touch the timer
-            // wheel; a timer that fires early finds nothing due and is set again.
+            // With Pings on, the periodic work rides on their timer: expired walk state is
+            // no longer honoured anyway, and an idle daemon should wake only to Ping.
+            let wake = ping_wake.or(tick_wake);
+            // The Ping deadlines move only on Ping events, so the timer follows them. The
+            // walk-state expiry (the timer's only job with Pings off) moves a little later
+            // with every request of a walk, and none of them should touch the timer wheel:
+            // then only an earlier deadline moves it, and a timer that fires early finds
+            // nothing due and is set again.
             if let Some(w) = wake {
-                if w < timer.deadline() {
-                    // Never in the past: the timer must not spin.
+                let moved = if ping_wake.is_some() {
+                    w != timer.deadline()
+                } else {
+                    w < timer.deadline()
+                };
+                if moved {
+                    // Never in the past, so that the timer cannot spin; and a deadline that
+                    // is already due is not pushed on by every request that comes first.
                     let soon = tokio::time::Instant::now() + Duration::from_millis(10);
-                    timer.as_mut().reset(w.max(soon));
+                    if w >= soon || timer.deadline() > soon {
+                        timer.as_mut().reset(w.max(soon));
+                    }
                 }
             }
             tokio::select! {

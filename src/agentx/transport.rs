@@ -130,13 +130,13 @@ impl Connection {
         Ok(Connection { fd })
     }
 
-    /// Appends what the socket has to `buf`; Ok(0) is end of file. Cancel-safe: bytes are
-    /// moved into `buf` only by a synchronous read after readiness.
-    pub async fn read_some(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
-        let mut chunk = [0u8; 16 * 1024];
+    /// Reads what the socket has into `chunk`; Ok(0) is end of file. Cancel-safe: bytes are
+    /// moved only by a synchronous read after readiness. The caller owns `chunk`, so that no
+    /// request pays for zeroing a buffer.
+    pub async fn read_some(&self, chunk: &mut [u8]) -> io::Result<usize> {
         loop {
             let mut guard = self.fd.readable().await?;
-            match guard.try_io(|s| s.get_ref().read(&mut chunk)) {
+            match guard.try_io(|s| s.get_ref().read(chunk)) {
                 Ok(Ok(n)) => {
                     // A read that did not fill the chunk emptied the socket: say so now and
                     // save the read that would only return WouldBlock. Data that arrives
@@ -144,7 +144,6 @@ impl Connection {
                     if n > 0 && n < chunk.len() {
                         guard.clear_ready();
                     }
-                    buf.extend_from_slice(&chunk[..n]);
                     return Ok(n);
                 }
                 Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -216,14 +215,24 @@ pub enum Frame {
 
 /// Reads whole frames. [`next`](Self::next) is cancel-safe: bytes read before a
 /// cancellation stay in the buffer for the next call.
-#[derive(Default)]
 pub struct FrameReader {
     buf: Vec<u8>,
+    /// What one read may bring, allocated (and zeroed) once per connection.
+    chunk: Box<[u8]>,
+}
+
+impl Default for FrameReader {
+    fn default() -> Self {
+        FrameReader::new()
+    }
 }
 
 impl FrameReader {
     pub fn new() -> FrameReader {
-        FrameReader::default()
+        FrameReader {
+            buf: Vec::new(),
+            chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
+        }
     }
 
     /// The next frame from `conn`.
@@ -233,12 +242,13 @@ impl FrameReader {
                 return Ok(frame);
             }
             let n = conn
-                .read_some(&mut self.buf)
+                .read_some(&mut self.chunk)
                 .await
                 .map_err(ConnectionError::Io)?;
             if n == 0 {
                 return Err(ConnectionError::Closed);
             }
+            self.buf.extend_from_slice(&self.chunk[..n]);
         }
     }
 
@@ -296,9 +306,9 @@ mod tests {
         peer.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"hello");
         peer.write_all(b"abc").unwrap();
-        let mut buf = Vec::new();
+        let mut buf = [0u8; 64];
         assert_eq!(conn.read_some(&mut buf).await.unwrap(), 3);
-        assert_eq!(buf, b"abc");
+        assert_eq!(&buf[..3], b"abc");
         drop(peer);
         assert_eq!(conn.read_some(&mut buf).await.unwrap(), 0, "EOF");
     }
