@@ -523,6 +523,15 @@ mod tests {
 
     const W: Duration = Duration::from_secs(5);
 
+    /// A tracker with view `a` current since `t0`, and `b` ready to adopt.
+    fn two_views() -> (WalkTracker, Arc<MibView>, Arc<MibView>, Instant) {
+        let t0 = Instant::now();
+        let mut w = WalkTracker::new(W);
+        let (a, b) = (view(1), view(2));
+        w.adopt(a.clone(), t0);
+        (w, a, b, t0)
+    }
+
     impl WalkTracker {
         /// A continuation by a request other than any that parked.
         fn continuation_any(
@@ -553,11 +562,8 @@ mod tests {
 
     #[test]
     fn moving_walks_parked_at_the_same_oid_on_two_views_come_back_in_order() {
-        let t0 = Instant::now();
+        let (mut w, a, b, t0) = two_views();
         let ms = |n| t0 + Duration::from_millis(n);
-        let mut w = WalkTracker::new(W);
-        let (a, b) = (view(1), view(2));
-        w.adopt(a.clone(), t0);
         park_at(&mut w, &a, 2, ms(1));
         w.adopt(b.clone(), ms(2));
         park_at(&mut w, &b, 1, ms(3));
@@ -583,11 +589,8 @@ mod tests {
 
     #[test]
     fn a_lingering_park_on_another_view_does_not_capture_a_walk() {
-        let t0 = Instant::now();
+        let (mut w, a, b, t0) = two_views();
         let ms = |n| t0 + Duration::from_millis(n);
-        let mut w = WalkTracker::new(W);
-        let (a, b) = (view(1), view(2));
-        w.adopt(a.clone(), t0);
         // A walk on `a` ended at row 3 (or a lone GetNext returned row 3): nobody comes back.
         park_at(&mut w, &a, 3, ms(1));
         w.adopt(b.clone(), ms(2));
@@ -604,11 +607,8 @@ mod tests {
 
     #[test]
     fn a_new_walk_finds_the_view_a_walk_waits_on() {
-        let t0 = Instant::now();
+        let (mut w, a, b, t0) = two_views();
         let ms = |n| t0 + Duration::from_millis(n);
-        let mut w = WalkTracker::new(W);
-        let (a, b) = (view(1), view(2));
-        w.adopt(a.clone(), t0);
         park_at(&mut w, &a, 3, ms(1));
         w.adopt(b.clone(), ms(600));
         let found = w.waiting_at(&allocs(3), ms(700), Duration::from_secs(1));
@@ -629,11 +629,8 @@ mod tests {
 
     #[test]
     fn a_continuation_of_the_same_request_is_never_ambiguous() {
-        let t0 = Instant::now();
+        let (mut w, a, b, t0) = two_views();
         let ms = |n| t0 + Duration::from_millis(n);
-        let mut w = WalkTracker::new(W);
-        let (a, b) = (view(1), view(2));
-        w.adopt(a.clone(), t0);
         park_at(&mut w, &a, 2, ms(1));
         w.adopt(b.clone(), ms(2));
         // An old walk waits at row 3 on `a`; a request (transaction 7) of a new walk on
@@ -651,11 +648,8 @@ mod tests {
 
     #[test]
     fn two_walks_on_one_view_at_the_same_oid_both_continue_there() {
-        let t0 = Instant::now();
+        let (mut w, a, b, t0) = two_views();
         let ms = |n| t0 + Duration::from_millis(n);
-        let mut w = WalkTracker::new(W);
-        let (a, b) = (view(1), view(2));
-        w.adopt(a.clone(), t0);
         park_at(&mut w, &a, 4, ms(1));
         park_at(&mut w, &a, 4, ms(2));
         w.adopt(b.clone(), ms(3));

@@ -135,7 +135,12 @@ impl Subagent {
         // One read at start-up: it shows at once whether the source works (as the
         // configured user), and it defines the rows "present at start-up". After this,
         // reads happen only on demand.
-        if self.startup_read(&mut control).await.is_err() {
+        if self.agent.read_due(Instant::now())
+            && matches!(
+                self.read_within(STARTUP_READ_WAIT, &mut control).await,
+                Err(End::Shutdown)
+            )
+        {
             return;
         }
         let mut down_log = RateLimited::new(Duration::from_secs(10));
@@ -192,15 +197,17 @@ impl Subagent {
         }
     }
 
-    /// The read at start-up. Err: shut down while waiting.
-    async fn startup_read(&mut self, control: &mut mpsc::Receiver<Control>) -> Result<(), ()> {
-        let now = Instant::now();
-        if !self.agent.read_due(now) {
-            return Ok(());
-        }
-        self.agent.read_started(now);
+    /// Starts a read of the source and waits for it at most `wait`, next to the control
+    /// channel: the master, the timers and reloads wait meanwhile, a shutdown does not. A
+    /// read that takes longer goes on; its result is installed when it arrives.
+    async fn read_within(
+        &mut self,
+        wait: Duration,
+        control: &mut mpsc::Receiver<Control>,
+    ) -> Result<(), End> {
+        self.agent.read_started(Instant::now());
         let mut rx = self.reader.read();
-        let deadline = tokio::time::sleep(STARTUP_READ_WAIT);
+        let deadline = tokio::time::sleep(wait);
         tokio::pin!(deadline);
         loop {
             tokio::select! {
@@ -209,13 +216,18 @@ impl Subagent {
                     return Ok(());
                 }
                 _ = &mut deadline => {
+                    tracing::debug!("no snapshot after {wait:?}; answering from the last one");
                     self.agent.read_overdue(Instant::now());
                     self.late_read = Some(rx);
                     return Ok(());
                 }
                 c = control.recv() => match c {
-                    Some(Control::Reload(s, a)) => { self.apply(s, a); }
-                    Some(Control::Shutdown) | None => return Err(()),
+                    Some(Control::Reload(s, a)) => {
+                        if self.apply(s, a) {
+                            return Err(End::Readdress);
+                        }
+                    }
+                    Some(Control::Shutdown) | None => return Err(End::Shutdown),
                 },
             }
         }
@@ -488,7 +500,7 @@ impl Subagent {
                 Handled::Reply => self.send(conn).await,
                 Handled::NoReply => Ok(()),
                 Handled::NeedsRead => {
-                    self.read_for(&pdu, control).await?;
+                    self.read_within(READ_WAIT, control).await?;
                     if self
                         .agent
                         .handle(&pdu, Instant::now(), false, &mut self.out)
@@ -499,45 +511,6 @@ impl Subagent {
                     Ok(())
                 }
             },
-        }
-    }
-
-    /// Has the source read for a request, waiting at most [`READ_WAIT`]; the master, the
-    /// timers and reloads wait meanwhile, a shutdown does not.
-    async fn read_for(
-        &mut self,
-        pdu: &Pdu,
-        control: &mut mpsc::Receiver<Control>,
-    ) -> Result<(), End> {
-        let started = Instant::now();
-        self.agent.read_started(started);
-        let mut rx = self.reader.read();
-        let deadline = tokio::time::sleep(READ_WAIT);
-        tokio::pin!(deadline);
-        loop {
-            tokio::select! {
-                r = &mut rx => {
-                    self.finish_read(r);
-                    return Ok(());
-                }
-                _ = &mut deadline => {
-                    tracing::debug!(
-                        "transaction {}: no snapshot after {READ_WAIT:?}, answering from the last one",
-                        pdu.ids.transaction_id
-                    );
-                    self.agent.read_overdue(Instant::now());
-                    self.late_read = Some(rx);
-                    return Ok(());
-                }
-                c = control.recv() => match c {
-                    Some(Control::Reload(s, a)) => {
-                        if self.apply(s, a) {
-                            return Err(End::Readdress);
-                        }
-                    }
-                    Some(Control::Shutdown) | None => return Err(End::Shutdown),
-                },
-            }
         }
     }
 
