@@ -10,6 +10,7 @@
 //! - [`config`], [`logging`], [`privdrop`]: running as a service.
 pub mod agent;
 pub mod agentx;
+pub(crate) mod alarm;
 pub mod config;
 pub mod index;
 pub mod logging;

@@ -261,6 +261,9 @@ fn run(args: SettingArgs) -> Result<(), String> {
     let reader = SourceReader::spawn(source)
         .map_err(|e| format!("cannot start the source's reading thread: {e}"))?;
 
+    let master = session_cfg.master.clone();
+    let subagent = Subagent::new(session_cfg, agent, reader)
+        .map_err(|e| format!("cannot start the alarm thread: {e}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -272,9 +275,9 @@ fn run(args: SettingArgs) -> Result<(), String> {
             "memstat-agentx {} serving {} to {}",
             env!("CARGO_PKG_VERSION"),
             kind,
-            session_cfg.master
+            master
         );
-        Subagent::new(session_cfg, agent, reader).run(rx).await;
+        subagent.run(rx).await;
     });
     tracing::info!("exiting");
     Ok(())

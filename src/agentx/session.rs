@@ -13,6 +13,7 @@ use super::pdu::{CloseReason, HeaderIds, Payload, Pdu, ResError};
 pub use super::transport::MasterAddr;
 use super::transport::{Connection, ConnectionError, Frame, FrameReader};
 use crate::agent::{Agent, AgentSettings, Handled};
+use crate::alarm::Alarm;
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError};
 use crate::mib::MEMSTAT_MIB_ROOT;
@@ -114,11 +115,14 @@ pub struct Subagent {
     backoff: Backoff,
     /// A read whose request stopped waiting for it; its result is still used.
     late_read: Option<oneshot::Receiver<Result<Vec<MemoryType>, SourceError>>>,
+    /// Pings and periodic work (see `alarm.rs`).
+    alarm: Alarm,
 }
 
 impl Subagent {
-    pub fn new(cfg: SessionConfig, agent: Agent, reader: SourceReader) -> Self {
-        Subagent {
+    pub fn new(cfg: SessionConfig, agent: Agent, reader: SourceReader) -> std::io::Result<Self> {
+        Ok(Subagent {
+            alarm: Alarm::start()?,
             backoff: Backoff::new(cfg.backoff_min, cfg.backoff_max),
             cfg,
             agent,
@@ -127,7 +131,7 @@ impl Subagent {
             out: Vec::with_capacity(64 * 1024),
             caps_error_logged: false,
             late_read: None,
-        }
+        })
     }
 
     /// Runs until a Shutdown control message. A master that is absent is waited for.
@@ -362,42 +366,32 @@ impl Subagent {
         control: &mut mpsc::Receiver<Control>,
     ) -> End {
         let ping_every = self.cfg.ping_interval;
-        let mut next_ping =
-            (!ping_every.is_zero()).then(|| tokio::time::Instant::now() + ping_every);
+        let mut next_ping = (!ping_every.is_zero()).then(|| Instant::now() + ping_every);
         // (packetID, deadline) of the Ping in flight.
-        let mut ping_pending: Option<(u32, tokio::time::Instant)> = None;
-        // One timer for the whole connection, moved only when its deadline changes: a walk
-        // is thousands of requests, and none of them should touch the timer wheel.
-        let far = || tokio::time::Instant::now() + Duration::from_secs(86_400);
-        let timer = tokio::time::sleep_until(far());
-        tokio::pin!(timer);
+        let mut ping_pending: Option<(u32, Instant)> = None;
+        self.alarm.set(None);
         loop {
             let ping_wake = match ping_pending {
                 Some((_, d)) => Some(d),
                 None => next_ping,
             };
-            let tick_wake = self.agent.next_tick().map(tokio::time::Instant::from_std);
-            // With Pings on, the periodic work rides on their timer: expired walk state is
+            // With Pings on, the periodic work rides on their alarm: expired walk state is
             // no longer honoured anyway, and an idle daemon should wake only to Ping.
-            let wake = ping_wake.or(tick_wake);
-            // The Ping deadlines move only on Ping events, so the timer follows them. The
-            // walk-state expiry (the timer's only job with Pings off) moves a little later
-            // with every request of a walk, and none of them should touch the timer wheel:
-            // then only an earlier deadline moves it, and a timer that fires early finds
-            // nothing due and is set again.
+            let wake = ping_wake.or_else(|| self.agent.next_tick());
+            // The Ping deadlines move only on Ping events, so the alarm follows them. The
+            // walk-state expiry (the alarm's only job with Pings off) moves a little later
+            // with every request of a walk: then only an earlier deadline moves the alarm,
+            // and an alarm that rings early finds nothing due and is set again.
             if let Some(w) = wake {
-                let moved = if ping_wake.is_some() {
-                    w != timer.deadline()
-                } else {
-                    w < timer.deadline()
+                let moved = match self.alarm.armed() {
+                    None => true,
+                    Some(a) if ping_wake.is_some() => w != a,
+                    Some(a) => w < a,
                 };
                 if moved {
-                    // Never in the past, so that the timer cannot spin; and a deadline that
-                    // is already due is not pushed on by every request that comes first.
-                    let soon = tokio::time::Instant::now() + Duration::from_millis(10);
-                    if w >= soon || timer.deadline() > soon {
-                        timer.as_mut().reset(w.max(soon));
-                    }
+                    // Never in the past, so that a deadline nothing clears cannot spin.
+                    self.alarm
+                        .set(Some(w.max(Instant::now() + Duration::from_millis(10))));
                 }
             }
             tokio::select! {
@@ -419,9 +413,9 @@ impl Subagent {
                     self.late_read = None;
                     self.finish_read(r);
                 }
-                _ = &mut timer => {
-                    let now = tokio::time::Instant::now();
-                    self.agent.tick(now.into_std());
+                _ = self.alarm.rang() => {
+                    let now = Instant::now();
+                    self.agent.tick(now);
                     if let Some((_, d)) = ping_pending {
                         if now >= d {
                             return End::Lost(SessionError::PingUnanswered);
@@ -436,9 +430,6 @@ impl Subagent {
                         ping_pending = Some((ids.packet_id, now + ADMIN_TIMEOUT));
                         next_ping = Some(now + ping_every);
                     }
-                    if timer.deadline() <= now {
-                        timer.as_mut().reset(far());
-                    }
                 }
                 c = control.recv() => match c {
                     Some(Control::Reload(s, a)) => {
@@ -448,7 +439,7 @@ impl Subagent {
                             return End::Readdress;
                         }
                         let every = self.cfg.ping_interval;
-                        next_ping = (!every.is_zero()).then(|| tokio::time::Instant::now() + every);
+                        next_ping = (!every.is_zero()).then(|| Instant::now() + every);
                     }
                     Some(Control::Shutdown) | None => {
                         let ids = self.next_ids(session_id);
@@ -469,7 +460,7 @@ impl Subagent {
         &mut self,
         conn: &Connection,
         frame: Frame,
-        ping_pending: &mut Option<(u32, tokio::time::Instant)>,
+        ping_pending: &mut Option<(u32, Instant)>,
         control: &mut mpsc::Receiver<Control>,
     ) -> Result<(), End> {
         let pdu = match frame {
