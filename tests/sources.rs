@@ -304,3 +304,60 @@ fn a_failure_before_the_first_snapshot_does_not_promise_one() {
     assert!(log.contains("no snapshot yet"), "{log}");
     assert!(!log.contains("last good snapshot"), "{log}");
 }
+
+#[test]
+fn after_user_a_replaced_file_that_cannot_be_opened_turns_stale() {
+    use std::os::unix::fs::PermissionsExt;
+    if !memstat_agentx::privdrop::is_root() {
+        eprintln!("needs root for --user; skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The unprivileged daemon must reach the socket and look the file up.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let slab = dir.path().join("slabinfo");
+    let path = slab.display().to_string();
+    let write_mode = |active: u64, mode: u32| {
+        let tmp = slab.with_extension("tmp");
+        std::fs::write(&tmp, SLABINFO.replace("3000", &active.to_string())).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::rename(&tmp, &slab).unwrap();
+    };
+    // Root-only, as /proc/slabinfo: opened before the drop, read after it.
+    write_mode(3000, 0o400);
+    let snmpd = Snmpd::start_with_perms(dir.path(), Transport::Unix, "0660 0755 root nogroup");
+    let port = snmpd.port;
+    let state = dir.path().join("state").display().to_string();
+    let src = format!("linux:{path}");
+    let daemon = Daemon::start(
+        &snmpd,
+        &[
+            "--source",
+            &src,
+            "--user",
+            "nobody",
+            "--state-dir",
+            &state,
+            "--max-age",
+            "0.1",
+        ],
+    );
+    let in_use = || get(port, &[&format!("{TYPE_ENTRY}.9.1")])[0].value.clone();
+    eventually(port, "first read", &daemon, || in_use() == "3000");
+
+    // Replaced by another root-only file: nobody cannot open it, so the old descriptor's
+    // figures are not passed off as fresh.
+    write_mode(4000, 0o400);
+    eventually(port, "stale", &daemon, || status(port).0 == "2");
+    let (_, err) = status(port);
+    assert!(
+        err.contains(&path) && err.contains("replaced") && err.contains("permission denied"),
+        "{err}"
+    );
+    assert_eq!(in_use(), "3000", "the last good snapshot is served");
+
+    // Replaced by a file nobody may read: reopened and served.
+    write_mode(5000, 0o444);
+    eventually(port, "reopened", &daemon, || in_use() == "5000");
+    assert_eq!(status(port), ("1".to_string(), String::new()));
+}
