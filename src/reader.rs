@@ -1,7 +1,7 @@
 //! Reading the source off the runtime thread.
 //!
 //! A read is the one step of the daemon that may block: a sysctl on a busy kernel, a slow
-//! disk, or a fixture path that an operator pointed at a FIFO. The source therefore lives on
+//! disk, a hung network file system. (A FIFO or a device is refused when it is opened.) The source therefore lives on
 //! a thread of its own, and the session waits for a read's result the way it waits for the
 //! master: asynchronously, next to its timers and the shutdown signal. A read that never
 //! returns holds up only that thread; the process still exits on SIGTERM, since nothing

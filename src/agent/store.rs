@@ -133,7 +133,13 @@ impl SnapshotStore {
     fn fail(&mut self, e: RefreshError) {
         self.failures += 1;
         if self.last_error.as_ref() != Some(&e) {
-            tracing::warn!("refresh failed, serving the last good snapshot: {e}");
+            // Until a read has succeeded there is nothing to fall back on: say so, rather
+            // than promise a snapshot that does not exist.
+            if self.current.is_some() {
+                tracing::warn!("refresh failed, serving the last good snapshot: {e}");
+            } else {
+                tracing::warn!("refresh failed, and there is no snapshot yet to serve: {e}");
+            }
         }
         self.last_error = Some(e);
     }

@@ -5,31 +5,32 @@
 //! still run the daemon.
 
 use super::{Snapshot, SourceError};
+use serde::Deserialize as _;
 use std::io::Read as _;
 use std::path::Path;
 
 /// A fixture larger than this is refused rather than read into memory.
 pub const MAX_FIXTURE_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Reads and parses a fixture file.
+/// Reads and parses a fixture file. Anything but a regular file is refused (see
+/// [`super::source`]), and so is a file larger than [`MAX_FIXTURE_BYTES`].
 pub fn read(path: &Path) -> Result<Snapshot, SourceError> {
     let what = path.display().to_string();
-    let io_err = |e: std::io::Error| SourceError::from_io(&what, &e, "fixture file");
-    let file = std::fs::File::open(path).map_err(io_err)?;
-    let len = file.metadata().map_err(io_err)?.len();
-    if len > MAX_FIXTURE_BYTES {
-        return Err(SourceError::Malformed {
-            what,
-            location: format!("byte {MAX_FIXTURE_BYTES}"),
-            field: String::new(),
-            message: "fixture is larger than 512 MiB".into(),
-        });
+    let (file, meta) = super::source::open_regular(path, "fixture file")?;
+    if meta.len() > MAX_FIXTURE_BYTES {
+        return Err(super::source::too_large(&what, MAX_FIXTURE_BYTES));
     }
     // Parsed from a buffered reader, not from the file read whole: a large fixture (100,000
     // types is about 50 MiB of JSON) would otherwise double the daemon's peak memory. The
-    // `take` bounds a file that grows while it is read.
-    let reader = std::io::BufReader::with_capacity(64 * 1024, file.take(MAX_FIXTURE_BYTES));
-    serde_json::from_reader(reader).map_err(|e| json_error(e, &what))
+    // `take` bounds a file that grows while it is read; one byte past the cap tells a file
+    // over the cap from one exactly at it.
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(MAX_FIXTURE_BYTES + 1));
+    let mut de = serde_json::Deserializer::from_reader(&mut reader);
+    let parsed = Snapshot::deserialize(&mut de).and_then(|s| de.end().map(|()| s));
+    if reader.get_ref().limit() == 0 {
+        return Err(super::source::too_large(&what, MAX_FIXTURE_BYTES));
+    }
+    parsed.map_err(|e| json_error(e, &what))
 }
 
 fn json_error(e: serde_json::Error, what: &str) -> SourceError {
@@ -98,5 +99,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(m.contains("/nonexistent/f.json"), "{m}");
+    }
+
+    #[test]
+    fn a_cpu_beyond_the_mib_range_names_file_line_and_field() {
+        for cpu in ["70000", "4294967295", "18446744073709551615"] {
+            let text = format!(
+                "{{\n \"types\": [\n  {{\"allocator\": \"uma\", \"name\": \"z\",\n   \"per_cpu\": [\n    {{\"cpu\": {cpu}}}]}}]\n}}"
+            );
+            let m = parse(text.as_bytes(), "/tmp/f.json")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                m.contains("/tmp/f.json") && m.contains("line 5") && m.contains("field cpu"),
+                "{m}"
+            );
+        }
+        let ok = "{\"types\": [{\"allocator\": \"uma\", \"name\": \"z\", \"per_cpu\": [{\"cpu\": 65535}]}]}";
+        assert_eq!(
+            parse(ok.as_bytes(), "f").unwrap().types[0].per_cpu[0].cpu,
+            65535
+        );
+    }
+
+    #[test]
+    fn a_fixture_over_the_cap_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.json");
+        // Sparse: no disk used, and the size alone refuses it.
+        std::fs::File::create(&p)
+            .unwrap()
+            .set_len(MAX_FIXTURE_BYTES + 1)
+            .unwrap();
+        let m = read(&p).unwrap_err().to_string();
+        assert!(
+            m.contains(&p.display().to_string()) && m.contains("512 MiB"),
+            "{m}"
+        );
     }
 }

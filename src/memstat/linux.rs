@@ -7,34 +7,41 @@
 //! A 2.1 line reads
 //! `name active_objs num_objs objsize objperslab pagesperslab : tunables l b s : slabdata active_slabs num_slabs sharedavail`.
 
+use super::source::{open_regular, read_capped};
 use super::{Allocator, MemoryType, SourceError};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub const SLABINFO: &str = "/proc/slabinfo";
+
+/// The most a slabinfo read takes in. A line is under 200 bytes, so 64 MiB holds some
+/// 300,000 slab caches, three times the largest system we know of (about 100,000 caches,
+/// some 8 MB); past that the file is not slabinfo, and reading on would only exhaust memory.
+pub const MAX_SLABINFO_BYTES: u64 = 64 * 1024 * 1024;
+
+const OPEN_HINT: &str = "the file is readable by root only: run as root, or start as root with --user to drop privileges after opening it";
 
 /// An open slabinfo file and a read buffer reused across refreshes.
 pub struct SlabinfoReader {
     path: PathBuf,
     file: File,
+    /// The device and inode of `file`, to notice that `path` now names another file.
+    id: (u64, u64),
     buf: Vec<u8>,
     page_size: u64,
 }
 
 impl SlabinfoReader {
-    /// Opens the file now; later reads reuse the descriptor.
+    /// Opens the file now; later reads reuse the descriptor. Anything but a regular file is
+    /// refused (/proc/slabinfo is a regular file of size 0).
     pub fn open(path: &Path) -> Result<Self, SourceError> {
-        let file = File::open(path).map_err(|e| {
-            SourceError::from_io(
-                &path.display().to_string(),
-                &e,
-                "the file is readable by root only: run as root, or start as root with --user to drop privileges after opening it",
-            )
-        })?;
+        let (file, meta) = open_regular(path, OPEN_HINT)?;
         Ok(SlabinfoReader {
             path: path.to_path_buf(),
             file,
+            id: (meta.dev(), meta.ino()),
             buf: Vec::with_capacity(64 * 1024),
             page_size: page_size(),
         })
@@ -43,11 +50,17 @@ impl SlabinfoReader {
     /// Reads and parses the whole file again.
     pub fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
         let what = self.path.display().to_string();
-        self.buf.clear();
+        self.follow_path(&what)?;
         self.file
             .seek(SeekFrom::Start(0))
-            .and_then(|_| self.file.read_to_end(&mut self.buf))
             .map_err(|e| SourceError::from_io(&what, &e, "re-reading the open descriptor"))?;
+        read_capped(
+            &mut self.file,
+            MAX_SLABINFO_BYTES,
+            &what,
+            "re-reading the open descriptor",
+            &mut self.buf,
+        )?;
         let text = std::str::from_utf8(&self.buf).map_err(|e| SourceError::Malformed {
             what: what.clone(),
             location: format!("byte {}", e.valid_up_to()),
@@ -56,6 +69,67 @@ impl SlabinfoReader {
         })?;
         parse(text, &what, self.page_size)
     }
+
+    /// Makes sure the descriptor still reads the file the path names.
+    ///
+    /// The descriptor is kept for the privilege drop, but for a plain file that an operator
+    /// or a tool replaces (a rename over it) or deletes, re-reading it would serve the old
+    /// file's figures as fresh forever. So the path is compared with the descriptor by device
+    /// and inode at every read: a replaced file is opened again (which fails, and the source
+    /// turns stale, when we no longer have the rights to open it); a deleted one is an
+    /// error. /proc/slabinfo keeps its inode, so it is always the same file.
+    fn follow_path(&mut self, what: &str) -> Result<(), SourceError> {
+        let gone = |why: &str| SourceError::Io {
+            what: what.to_string(),
+            message: format!("{why} since the daemon opened it; the old figures are not served"),
+        };
+        match std::fs::metadata(&self.path) {
+            Ok(m) if (m.dev(), m.ino()) == self.id => Ok(()),
+            Ok(_) => {
+                let (file, meta) = open_regular(&self.path, OPEN_HINT).map_err(|e| {
+                    SourceError::Io {
+                        what: what.to_string(),
+                        message: format!(
+                            "replaced since the daemon opened it, and the new file cannot be opened: {}",
+                            strip_what(&e.to_string(), what)
+                        ),
+                    }
+                })?;
+                tracing::info!("{what}: replaced since it was opened; reading the new file");
+                self.file = file;
+                self.id = (meta.dev(), meta.ino());
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(gone("deleted")),
+            Err(e) => {
+                // The path cannot be looked up any more (e.g. a directory closed to the user
+                // we dropped to): the descriptor is all we have, and it is read unless its
+                // file has lost its last link.
+                match self.file.metadata() {
+                    Ok(m) if m.nlink() == 0 => Err(gone("deleted")),
+                    Ok(_) => {
+                        tracing::debug!(
+                            "{what}: cannot check the path ({e}); reading the open descriptor"
+                        );
+                        Ok(())
+                    }
+                    Err(e) => Err(SourceError::from_io(
+                        what,
+                        &e,
+                        "checking the open descriptor",
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// `message` without a leading "what: ", so that a wrapped error names the file once.
+fn strip_what<'a>(message: &'a str, what: &str) -> &'a str {
+    message
+        .strip_prefix(what)
+        .and_then(|m| m.strip_prefix(": "))
+        .unwrap_or(message)
 }
 
 /// The system page size, for slab memory.
@@ -259,6 +333,51 @@ task_struct          410    435   6336    5    8 : tunables    0    0    0 : sla
             m.contains("/proc/slabinfo") && m.contains("permission denied"),
             "{m}"
         );
+    }
+
+    fn replace(path: &Path, text: &str) {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
+    }
+
+    #[test]
+    fn a_replaced_file_is_reopened_and_a_deleted_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("slabinfo");
+        std::fs::write(&p, GOOD).unwrap();
+        let mut r = SlabinfoReader::open(&p).unwrap();
+        assert_eq!(r.read().unwrap()[0].in_use_count, Some(3000));
+        replace(&p, &GOOD.replace("3000   3200", "3100   3200"));
+        assert_eq!(
+            r.read().unwrap()[0].in_use_count,
+            Some(3100),
+            "new file read"
+        );
+        std::fs::remove_file(&p).unwrap();
+        let m = r.read().unwrap_err().to_string();
+        assert!(
+            m.contains(&p.display().to_string()) && m.contains("deleted"),
+            "{m}"
+        );
+        // Back again: read again.
+        std::fs::write(&p, GOOD).unwrap();
+        assert_eq!(r.read().unwrap()[0].in_use_count, Some(3000));
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sparse");
+        let f = File::create(&p).unwrap();
+        f.set_len(MAX_SLABINFO_BYTES + 1).unwrap();
+        let mut r = SlabinfoReader::open(&p).unwrap();
+        let m = r.read().unwrap_err().to_string();
+        assert!(
+            m.contains(&p.display().to_string()) && m.contains("64 MiB"),
+            "{m}"
+        );
+        assert!(r.buf.capacity() <= 64 * 1024 * 1024, "buffer given back");
     }
 
     #[test]

@@ -66,10 +66,26 @@ pub struct TypeKey {
     pub ordinal: u32,
 }
 
+/// The largest CPU number the MIB can carry: memCpuIndex is `Unsigned32 (0..65535)`.
+pub const MAX_CPU_INDEX: u32 = 65535;
+
+/// Deserializes a per-CPU row's `cpu`, refusing numbers beyond [`MAX_CPU_INDEX`] so that the
+/// JSON parser's error names the line and column of the bad field.
+fn cpu_index<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = u64::deserialize(d)?;
+    if n > u64::from(MAX_CPU_INDEX) {
+        return Err(serde::de::Error::custom(format!(
+            "field cpu: {n} is out of memCpuIndex's range 0..{MAX_CPU_INDEX}"
+        )));
+    }
+    Ok(n as u32)
+}
+
 /// Per-CPU figures, where the source has them (UMA: allocations, frees, cache free; malloc:
 /// allocations and frees). Only CPUs `0..=kern.smp.maxid` are present.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PerCpu {
+    #[serde(deserialize_with = "cpu_index")]
     pub cpu: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocs: Option<u64>,

@@ -3,9 +3,12 @@
 //! A source is opened once (on Linux that is where the root-only /proc/slabinfo is opened,
 //! before privileges are dropped) and then read at every refresh.
 
-use super::{assign_ordinals, fixture, linux, sysctl, MemoryType};
+use super::{assign_ordinals, fixture, linux, sysctl, MemoryType, MAX_CPU_INDEX};
 use std::fmt;
-use std::path::PathBuf;
+use std::fs::{File, Metadata};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// What went wrong reading a source, and where.
@@ -76,6 +79,110 @@ impl SourceError {
             }
         }
     }
+}
+
+/// What kind of file `meta` describes, when it is not a regular file; `None` for a regular one.
+fn not_regular(meta: &Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_dir() {
+        Some("a directory")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// The error for a file source that is not a regular file.
+fn refuse_not_regular(what: &str, kind: &str) -> SourceError {
+    SourceError::Io {
+        what: what.to_string(),
+        message: format!("is {kind}, not a regular file; a file source must be a regular file"),
+    }
+}
+
+/// Refuses `path` when it exists and is not a regular file, without opening it (a `stat`
+/// never blocks, an `open` of a FIFO does). A missing file is not refused here: a fixture may
+/// appear later, and the read will say it is missing.
+pub(crate) fn refuse_if_not_regular(path: &Path) -> Result<(), SourceError> {
+    match std::fs::metadata(path) {
+        Ok(m) => match not_regular(&m) {
+            Some(kind) => Err(refuse_not_regular(&path.display().to_string(), kind)),
+            None => Ok(()),
+        },
+        Err(_) => Ok(()),
+    }
+}
+
+/// Opens a file source for reading, refusing anything but a regular file.
+///
+/// The open is non-blocking: opening a FIFO for reading would otherwise wait for a writer,
+/// forever, and that is the one call no timeout reaches. The descriptor is checked with
+/// `fstat` (not the path, which could be swapped in between) and a non-regular file is
+/// refused. O_NONBLOCK is left set: it has no effect on reads of a regular file, /proc files
+/// included. O_CLOEXEC is std's default.
+pub(crate) fn open_regular(path: &Path, hint: &str) -> Result<(File, Metadata), SourceError> {
+    let what = path.display().to_string();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| SourceError::from_io(&what, &e, hint))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| SourceError::from_io(&what, &e, hint))?;
+    if let Some(kind) = not_regular(&meta) {
+        return Err(refuse_not_regular(&what, kind));
+    }
+    Ok((file, meta))
+}
+
+/// A byte count for messages: "64 MiB".
+pub(crate) fn mib(n: u64) -> String {
+    format!("{} MiB", n / (1024 * 1024))
+}
+
+/// The error for a source larger than its cap.
+pub(crate) fn too_large(what: &str, cap: u64) -> SourceError {
+    SourceError::Io {
+        what: what.to_string(),
+        message: format!(
+            "larger than {} ({cap} bytes), the most this source reads; refused",
+            mib(cap)
+        ),
+    }
+}
+
+/// Reads `file` from its current offset to the end into `buf` (cleared first), but never
+/// more than `cap` bytes: a file that goes on (a growing file, a huge sparse one) is refused
+/// once it passes the cap instead of being read until memory runs out. Size-0 files such as
+/// /proc/slabinfo are read in full all the same, since the size is not trusted.
+pub(crate) fn read_capped(
+    file: &mut File,
+    cap: u64,
+    what: &str,
+    hint: &str,
+    buf: &mut Vec<u8>,
+) -> Result<(), SourceError> {
+    buf.clear();
+    // One byte more than the cap tells "exactly the cap" from "more than the cap".
+    file.take(cap + 1)
+        .read_to_end(buf)
+        .map_err(|e| SourceError::from_io(what, &e, hint))?;
+    if buf.len() as u64 > cap {
+        buf.clear();
+        buf.shrink_to(64 * 1024);
+        return Err(too_large(what, cap));
+    }
+    Ok(())
 }
 
 /// Which source to read, as given by `--source`.
@@ -157,7 +264,12 @@ impl Source {
         let reader = match &kind {
             SourceKind::Linux(p) => Reader::Linux(linux::SlabinfoReader::open(p)?),
             SourceKind::FreeBsd => Reader::FreeBsd(sysctl::KernelStreams::open()?),
-            SourceKind::Fixture(p) => Reader::Fixture(p.clone()),
+            SourceKind::Fixture(p) => {
+                // Refused now rather than at the first refresh: a FIFO or device named by
+                // mistake is a configuration error the operator should see at start-up.
+                refuse_if_not_regular(p)?;
+                Reader::Fixture(p.clone())
+            }
             SourceKind::Auto => unreachable!("resolved above"),
         };
         Ok(Source { kind, reader })
@@ -180,9 +292,30 @@ impl Source {
             Reader::FreeBsd(r) => r.read()?,
             Reader::Fixture(p) => fixture::read(p)?.types,
         };
+        check_cpu_indexes(&types, &self.name())?;
         assign_ordinals(&mut types);
         Ok(types)
     }
+}
+
+/// Refuses per-CPU rows whose CPU number the MIB cannot carry (memCpuIndex is
+/// `Unsigned32 (0..65535)`). Fixtures name the line themselves when parsed; this is the
+/// last guard for every source, so that no such index reaches the wire.
+fn check_cpu_indexes(types: &[MemoryType], source: &str) -> Result<(), SourceError> {
+    for t in types {
+        if let Some(pc) = t.per_cpu.iter().find(|pc| pc.cpu > MAX_CPU_INDEX) {
+            return Err(SourceError::Malformed {
+                what: source.to_string(),
+                location: format!("type {} {:?}", t.allocator, t.name),
+                field: "cpu".into(),
+                message: format!(
+                    "CPU {} is out of memCpuIndex's range 0..{MAX_CPU_INDEX}",
+                    pc.cpu
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -203,5 +336,71 @@ mod tests {
         let e = "bogus".parse::<SourceKind>().unwrap_err().to_string();
         assert!(e.contains("bogus") && e.contains("fixture:PATH"), "{e}");
         assert!("fixture:".parse::<SourceKind>().is_err());
+    }
+
+    fn mkfifo(p: &Path) {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fifo");
+        mkfifo(&p);
+        // No writer ever opens it: a blocking open would hang this test.
+        let e = open_regular(&p, "x").unwrap_err().to_string();
+        assert!(
+            e.contains(&p.display().to_string()) && e.contains("FIFO"),
+            "{e}"
+        );
+        let e = refuse_if_not_regular(&p).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        for kind in [SourceKind::Fixture(p.clone()), SourceKind::Linux(p.clone())] {
+            let e = Source::open(&kind).err().unwrap().to_string();
+            assert!(e.contains("FIFO"), "{kind}: {e}");
+        }
+        let e = open_regular(Path::new("/dev/zero"), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("character device"), "{e}");
+        // A missing fixture is not refused at open: it may appear later.
+        assert!(Source::open(&SourceKind::Fixture(dir.path().join("later.json"))).is_ok());
+    }
+
+    #[test]
+    fn reads_are_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, [b'x'; 100]).unwrap();
+        let (mut f, _) = open_regular(&p, "x").unwrap();
+        let mut buf = Vec::new();
+        read_capped(&mut f, 100, "f", "x", &mut buf).unwrap();
+        assert_eq!(buf.len(), 100, "exactly the cap is fine");
+        let (mut f, _) = open_regular(&p, "x").unwrap();
+        let e = read_capped(&mut f, 99, "f", "x", &mut buf)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f: ") && e.contains("99 bytes"), "{e}");
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn no_source_emits_a_cpu_beyond_the_mib_range() {
+        let mut t = MemoryType::new(super::super::Allocator::Uma, "z");
+        t.per_cpu = vec![super::super::PerCpu {
+            cpu: 70_000,
+            ..Default::default()
+        }];
+        let e = check_cpu_indexes(&[t.clone()], "freebsd")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("freebsd") && e.contains("cpu") && e.contains("70000"),
+            "{e}"
+        );
+        t.per_cpu[0].cpu = MAX_CPU_INDEX;
+        assert!(check_cpu_indexes(&[t], "freebsd").is_ok());
     }
 }
