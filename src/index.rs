@@ -589,6 +589,21 @@ fn temporary_name(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// Removes the temporary files that saves interrupted by a crash left in `dir`; returns how
+/// many. Only for the daemon holding the directory's lock: another process's save in
+/// progress would lose its temporary file. unlink(2) removes a link, never its target.
+pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    let prefix = format!("{STATE_FILE}.tmp.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 /// Writes `body` to `path` so that a crash leaves either the old or the new file.
 ///
 /// The temporary file gets a name of its own and is created with O_EXCL and O_NOFOLLOW:
@@ -989,6 +1004,25 @@ mod tests {
             .filter(|n| n.contains(".tmp.") && dir.path().join(n) != planted)
             .collect();
         assert!(left.is_empty(), "temporary files left: {left:?}");
+    }
+
+    #[test]
+    fn stale_temporaries_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::fs::write(dir.path().join("indexes.json.tmp.123.0"), b"{").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("indexes.json.tmp.9.9")).unwrap();
+        std::fs::write(dir.path().join(STATE_FILE), b"{}").unwrap();
+        std::fs::write(dir.path().join("indexes.json.tmp"), b"old name").unwrap();
+        assert_eq!(remove_stale_temporaries(dir.path()), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["indexes.json", "indexes.json.tmp", "victim"]);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
     }
 
     #[test]

@@ -276,6 +276,11 @@ fn open_state(dir: &Path) -> Result<State, String> {
         Err(LockError::Busy(e)) => return Err(e),
         Err(LockError::Unusable(e)) => return Ok(not_persisted(e)),
     };
+    // Ours alone now: what a crash mid-save left behind can go.
+    let stale = memstat_agentx::index::remove_stale_temporaries(dir);
+    if stale > 0 {
+        tracing::info!("removed {stale} temporary file(s) left by an interrupted save");
+    }
     let (indexes, problems) = StableIndexes::load(dir);
     for problem in &problems {
         if problem.is_fatal() {
