@@ -6,18 +6,30 @@
 //! file, fsync, rename) whenever something new must be remembered. A key that vanishes keeps
 //! its index reserved, so the type gets the same row back if it returns, and no index is ever
 //! handed to another type. Problems with the state file are reported and repaired entry by
-//! entry; they are never fatal, and a bad entry never costs the other rows their indexes.
+//! entry, and a bad entry never costs the other rows their indexes.
+//!
+//! The daemon may run as root in a directory another user can write to, so nothing here
+//! follows a symbolic link: the state file is opened with O_NOFOLLOW and must be a regular
+//! file, and each save writes a temporary file of its own, created with O_EXCL. Two
+//! problems are fatal ([`IndexError::is_fatal`]): a state file over [`STATE_FILE_CAP`] and
+//! one that is not a regular file. Rebuilding either would renumber every row.
 
 use crate::memstat::{Allocator, MemoryType, TypeKey};
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The state file's name inside the state directory.
 pub const STATE_FILE: &str = "indexes.json";
+
+/// The largest state file read: 200,000 types take about 22 MB, so this leaves room while
+/// keeping a huge (or endless) file from exhausting memory.
+pub const STATE_FILE_CAP: u64 = 64 << 20;
 
 /// The only state file version this code reads and writes.
 const STATE_VERSION: u32 = 1;
@@ -109,6 +121,22 @@ pub enum IndexError {
     },
     /// Every index is taken, so a new type cannot get one.
     Full,
+    /// The state file is larger than the cap (fatal: it is never rebuilt in its place).
+    TooLarge { path: PathBuf, cap: u64 },
+    /// The state file is a link, FIFO, directory... (fatal: nothing is read or written
+    /// through it).
+    NotRegular { path: PathBuf, what: &'static str },
+}
+
+impl IndexError {
+    /// True for a state file the daemon must not start on: starting would renumber every
+    /// row (over the cap), or write where it was not asked to (not a regular file).
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            IndexError::TooLarge { .. } | IndexError::NotRegular { .. }
+        )
+    }
 }
 
 /// A row key as the warnings show it: `uma "mbuf" (ordinal 0)`.
@@ -181,6 +209,19 @@ impl fmt::Display for IndexError {
             IndexError::Full => {
                 f.write_str("every memTypeIndex (1..4294967295) is taken; new types are not served")
             }
+            IndexError::TooLarge { path, cap } => write!(
+                f,
+                "{}: the index state is larger than {cap} bytes, the most this version reads; \
+                 not starting, so that rows are not renumbered (move the file away to start \
+                 with fresh indexes)",
+                path.display()
+            ),
+            IndexError::NotRegular { path, what } => write!(
+                f,
+                "{}: the index state is {what}, not a regular file; not starting, and nothing \
+                 is read or written through it (remove it to start with fresh indexes)",
+                path.display()
+            ),
         }
     }
 }
@@ -236,7 +277,8 @@ impl StableIndexes {
         }
     }
 
-    /// Loads dir/indexes.json; problems with the file are returned as warnings, never fatal.
+    /// Loads dir/indexes.json; problems with the file are returned as warnings, fatal only
+    /// as [`IndexError::is_fatal`] says (then nothing is ever saved by this map).
     ///
     /// A missing file starts empty. An unreadable, corrupt or unknown-version file starts
     /// empty too, and is rewritten at the next [`assign`](Self::assign). A bad entry (index
@@ -246,9 +288,12 @@ impl StableIndexes {
         let path = dir.join(STATE_FILE);
         let mut indexes = StableIndexes::in_memory();
         let mut problems = Vec::new();
-        match read_entries(&path) {
+        match read_entries(&path, STATE_FILE_CAP) {
             Ok(entries) => indexes.restore(entries, &path, &mut problems),
             Err(e) => problems.push(e),
+        }
+        if problems.iter().any(IndexError::is_fatal) {
+            return (indexes, problems);
         }
         // Rewrite a file that needed repair, so that its problems are reported once, not at
         // every start. (A file with a repeated key is rewritten the same way each time.)
@@ -416,17 +461,87 @@ impl StableIndexes {
     }
 }
 
-/// The entries of the state file at `path`, in file order; none when there is no file.
-fn read_entries(path: &Path) -> Result<Vec<EntryIn>, IndexError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(IndexError::Read {
-                path: path.to_owned(),
-                source,
-            })
+/// What a file that is not a regular file is, for [`IndexError::NotRegular`].
+fn describe(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The state file's bytes, at most `cap` of them; `None` when there is no file.
+///
+/// Opened with O_NOFOLLOW (a planted link is not followed) and O_NONBLOCK (a FIFO cannot
+/// hang the open), then checked with fstat: only a regular file is read.
+fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, IndexError> {
+    let read_error = |source| IndexError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            // ELOOP on Linux, EMLINK on FreeBSD: tell a link from other failures by looking.
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => IndexError::NotRegular {
+                    path: path.to_owned(),
+                    what: "a symbolic link",
+                },
+                _ => read_error(e),
+            });
         }
+    };
+    let meta = file.metadata().map_err(read_error)?;
+    if meta.is_dir() {
+        // Kept as a read error, as before: a directory cannot hang or be written through.
+        return Err(read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "is a directory",
+        )));
+    }
+    if !meta.is_file() {
+        return Err(IndexError::NotRegular {
+            path: path.to_owned(),
+            what: describe(meta.file_type()),
+        });
+    }
+    let too_large = || IndexError::TooLarge {
+        path: path.to_owned(),
+        cap,
+    };
+    if meta.len() > cap {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // One byte past the cap tells a file that grew since fstat.
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
+/// The entries of the state file at `path`, in file order; none when there is no file.
+fn read_entries(path: &Path, cap: u64) -> Result<Vec<EntryIn>, IndexError> {
+    let Some(bytes) = read_capped(path, cap)? else {
+        return Ok(Vec::new());
     };
     match serde_json::from_slice::<StateFile>(&bytes) {
         Ok(file) if file.version == STATE_VERSION => Ok(file.entries),
@@ -462,19 +577,59 @@ fn bare_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// Tells apart the temporary files of one process's saves.
+static TMP_SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// A temporary name next to `path` that no other save (of this or another process) uses:
+/// `indexes.json.tmp.PID.N`.
+fn temporary_name(path: &Path) -> PathBuf {
+    let n = TMP_SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp.{}.{n}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Removes the temporary files that saves interrupted by a crash left in `dir`; returns how
+/// many. Only for the daemon holding the directory's lock: another process's save in
+/// progress would lose its temporary file. unlink(2) removes a link, never its target.
+pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    let prefix = format!("{STATE_FILE}.tmp.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 /// Writes `body` to `path` so that a crash leaves either the old or the new file.
+///
+/// The temporary file gets a name of its own and is created with O_EXCL and O_NOFOLLOW:
+/// whatever sits at a predictable name (a link planted to a root-only file) is never opened,
+/// truncated or renamed into place. rename(2) replaces `path` itself, never a link's target.
 fn write_atomically(path: &Path, body: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        f.write_all(body)?;
-        f.sync_all()?;
+    write_via(&temporary_name(path), path, body)
+}
+
+/// [`write_atomically`] through the temporary file `tmp`.
+fn write_via(tmp: &Path, path: &Path, body: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o640)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(tmp)?;
+    let written = f
+        .write_all(body)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| std::fs::rename(tmp, path));
+    if let Err(e) = written {
+        // We created it (create_new), so removing it removes nothing of anyone else's.
+        let _ = std::fs::remove_file(tmp);
+        return Err(e);
     }
-    std::fs::rename(&tmp, path)?;
     if let Some(dir) = path.parent() {
         if let Ok(d) = std::fs::File::open(dir) {
             let _ = d.sync_all();
@@ -812,6 +967,143 @@ mod tests {
         // Nothing new, but the file still lacks "a".
         assert_eq!(served(m.assign(&types(&["a"]))), vec![1]);
         assert_eq!(saved_entries(&state), vec![("a".to_string(), 1)]);
+    }
+
+    #[test]
+    fn saves_use_unique_temporary_names_and_never_follow_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        let (a, b) = (temporary_name(&path), temporary_name(&path));
+        assert_ne!(a, b);
+        assert_eq!(a.parent(), Some(dir.path()));
+        assert!(a
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("indexes.json.tmp."));
+
+        // Links at the old fixed temporary name and at the next unique one: neither is
+        // written through, and the state file ends up a regular file of ours.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"root only").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("indexes.json.tmp")).unwrap();
+        let planted = temporary_name(&path);
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let e = write_via(&planted, &path, b"{}").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+        assert!(
+            std::fs::symlink_metadata(&planted).is_ok(),
+            "not ours: left alone"
+        );
+        write_atomically(&path, b"{}").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"root only");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp.") && dir.path().join(n) != planted)
+            .collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
+    }
+
+    #[test]
+    fn stale_temporaries_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::fs::write(dir.path().join("indexes.json.tmp.123.0"), b"{").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("indexes.json.tmp.9.9")).unwrap();
+        std::fs::write(dir.path().join(STATE_FILE), b"{}").unwrap();
+        std::fs::write(dir.path().join("indexes.json.tmp"), b"old name").unwrap();
+        assert_eq!(remove_stale_temporaries(dir.path()), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["indexes.json", "indexes.json.tmp", "victim"]);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn a_linked_state_file_is_refused_and_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, br#"{"version": 1, "entries": []}"#).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join(STATE_FILE)).unwrap();
+        let (mut m, problems) = StableIndexes::load(dir.path());
+        assert!(
+            matches!(
+                &problems[..],
+                [IndexError::NotRegular {
+                    what: "a symbolic link",
+                    ..
+                }]
+            ),
+            "{problems:?}"
+        );
+        assert!(problems[0].is_fatal());
+        assert!(problems[0].to_string().contains(STATE_FILE));
+        // Even if a caller went on, nothing would be saved.
+        assert_eq!(served(m.assign(&types(&["a"]))), vec![1]);
+        assert!(std::fs::symlink_metadata(dir.path().join(STATE_FILE))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            br#"{"version": 1, "entries": []}"#
+        );
+    }
+
+    #[test]
+    fn a_fifo_as_state_file_is_refused_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join(STATE_FILE);
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let (_, problems) = StableIndexes::load(dir.path());
+        assert!(
+            matches!(
+                &problems[..],
+                [IndexError::NotRegular { what: "a FIFO", .. }]
+            ),
+            "{problems:?}"
+        );
+        assert!(problems[0].is_fatal());
+    }
+
+    #[test]
+    fn a_state_file_over_the_cap_is_fatal_not_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        write_state(dir.path(), &[("a", 1), ("b", 2)]);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(read_entries(&path, size).unwrap().len(), 2);
+        match read_entries(&path, size - 1) {
+            Err(IndexError::TooLarge { cap, .. }) => assert_eq!(cap, size - 1),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("read past the cap"),
+        }
+        // The real cap, with a sparse file just over it.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(STATE_FILE_CAP + 1).unwrap();
+        let (mut m, problems) = StableIndexes::load(dir.path());
+        assert!(
+            matches!(&problems[..], [IndexError::TooLarge { .. }]),
+            "{problems:?}"
+        );
+        assert!(problems[0].is_fatal());
+        let e = problems[0].to_string();
+        assert!(
+            e.contains(STATE_FILE) && e.contains(&STATE_FILE_CAP.to_string()),
+            "{e}"
+        );
+        m.assign(&types(&["a"]));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), STATE_FILE_CAP + 1);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! - [`agentx`]: the RFC 2741 codec, framing over the transport, and the session.
 //! - [`reader`]: reading the source on a thread of its own.
 //! - [`value`], [`oid`]: protocol-neutral SNMP values and object identifiers.
-//! - [`config`], [`logging`], [`privdrop`]: running as a service.
+//! - [`config`], [`logging`], [`privdrop`], [`statedir`]: running as a service.
 pub mod agent;
 pub mod agentx;
 pub(crate) mod alarm;
@@ -20,4 +20,5 @@ pub mod oid;
 pub mod privdrop;
 pub mod reader;
 pub mod report;
+pub mod statedir;
 pub mod value;

@@ -8,6 +8,7 @@ use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{Snapshot, Source, SourceKind};
 use memstat_agentx::reader::SourceReader;
 use memstat_agentx::report::{self, Format};
+use memstat_agentx::statedir::{self, LockError, StateLock};
 use memstat_agentx::{logging, privdrop};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -139,7 +140,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Dump { source, format } => dump(&source, format),
-        Command::CheckConfig(args) => match args.load() {
+        Command::CheckConfig(args) => match args.load().and_then(|cfg| {
+            check_state_dir(&cfg)?;
+            Ok(cfg)
+        }) {
             Ok(cfg) => {
                 print!("{}", cfg.render());
                 ExitCode::SUCCESS
@@ -221,17 +225,74 @@ fn prepare_state_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create state directory {}: {e}", dir.display()))
 }
 
-/// Loads the index state, creating the state directory when it is missing.
-fn load_indexes(dir: &Path) -> StableIndexes {
+/// `check-config`: the state directory rule of `run`, for the user `run` would run as (the
+/// configured user, else the current one). A missing directory is fine: `run` creates it.
+fn check_state_dir(cfg: &Config) -> Result<(), String> {
+    let dir = &cfg.state_dir;
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return Ok(());
+    };
+    let uid = match &cfg.user {
+        // Started as root with a user, `run` gives the directory to that user first
+        // (privdrop::chown_to_user), so only its mode can be wrong.
+        Some(_) if privdrop::is_root() => std::os::unix::fs::MetadataExt::uid(&meta),
+        Some(user) => privdrop::uid_of(user)?,
+        None => privdrop::effective_uid(),
+    };
+    statedir::check_owner(dir, uid)
+        .map_err(|e| format!("{e}: run would not persist its indexes there"))
+}
+
+/// The index state, and what keeps the state directory in use by this daemon.
+struct State {
+    indexes: StableIndexes,
+    /// Held for the life of the daemon: one daemon per state directory.
+    _lock: Option<StateLock>,
+    /// Why nothing is persisted, if it is not.
+    problem: Option<String>,
+}
+
+/// Loads the index state, creating the state directory when it is missing. A directory
+/// that is not safe to write to (see statedir), cannot be created or cannot be locked is
+/// not used: the daemon serves with indexes in memory. Errors are fatal: another daemon
+/// uses the directory, or the state file must not be rebuilt (see index).
+fn open_state(dir: &Path) -> Result<State, String> {
+    let not_persisted = |problem: String| {
+        tracing::error!("{problem}; indexes will not survive a restart");
+        State {
+            indexes: StableIndexes::in_memory(),
+            _lock: None,
+            problem: Some(problem),
+        }
+    };
     if let Err(e) = prepare_state_dir(dir) {
-        tracing::warn!("{e}; indexes will not survive a restart");
-        return StableIndexes::in_memory();
+        return Ok(not_persisted(e));
     }
-    let (m, problems) = StableIndexes::load(dir);
+    if let Err(e) = statedir::check_owner(dir, privdrop::effective_uid()) {
+        return Ok(not_persisted(e));
+    }
+    let lock = match statedir::lock(dir) {
+        Ok(lock) => lock,
+        Err(LockError::Busy(e)) => return Err(e),
+        Err(LockError::Unusable(e)) => return Ok(not_persisted(e)),
+    };
+    // Ours alone now: what a crash mid-save left behind can go.
+    let stale = memstat_agentx::index::remove_stale_temporaries(dir);
+    if stale > 0 {
+        tracing::info!("removed {stale} temporary file(s) left by an interrupted save");
+    }
+    let (indexes, problems) = StableIndexes::load(dir);
     for problem in &problems {
+        if problem.is_fatal() {
+            return Err(problem.to_string());
+        }
         tracing::warn!("{problem}");
     }
-    m
+    Ok(State {
+        indexes,
+        _lock: Some(lock),
+        problem: None,
+    })
 }
 
 fn run(args: SettingArgs) -> Result<(), String> {
@@ -250,13 +311,16 @@ fn run(args: SettingArgs) -> Result<(), String> {
         privdrop::drop_privileges(user)?;
         tracing::info!("running as user {user}");
     }
-    let indexes = load_indexes(&cfg.state_dir);
-    let agent = Agent::new(
+    // After the privilege drop: the directory must be safe for the user we now run as.
+    let state = open_state(&cfg.state_dir)?;
+    let mut agent = Agent::new(
         source.name(),
-        indexes,
+        state.indexes,
         agent_settings,
         std::time::Instant::now(),
     );
+    agent.set_persistence_problem(state.problem);
+    let _state_lock = state._lock;
     // After the privilege drop: the reading thread runs with the daemon's final credentials.
     let reader = SourceReader::spawn(source)
         .map_err(|e| format!("cannot start the source's reading thread: {e}"))?;

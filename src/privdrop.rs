@@ -31,6 +31,17 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// The effective uid: the user the daemon runs as (after [`drop_privileges`]).
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid cannot fail and has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// The uid of `user` in the password database.
+pub fn uid_of(user: &str) -> Result<u32, String> {
+    lookup_user(user).map(|a| a.uid)
+}
+
 /// A user's identity as found in the password database.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Account {

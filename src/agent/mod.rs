@@ -23,7 +23,8 @@ pub(crate) mod walks;
 use crate::agentx::pdu::{
     Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,
 };
-use crate::index::StableIndexes;
+use crate::index::{IndexError, StableIndexes};
+use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError};
 use crate::mib::{self, DaemonStatus, MibView};
 use crate::oid::Oid;
@@ -81,6 +82,13 @@ pub struct Agent {
     stats: WalkStats,
     /// Reused for every GetNext and GetBulk: where each range stopped.
     parked_scratch: Vec<Option<u32>>,
+    /// A failed save is retried at every refresh; on a full filesystem that would be a
+    /// warning per refresh.
+    save_warnings: RateLimited,
+    /// Why the state is not persisted at all (from start-up), if it is not.
+    persistence_problem: Option<String>,
+    /// The last save failed (and is retried at the next refresh).
+    save_failing: bool,
 }
 
 impl Agent {
@@ -99,6 +107,46 @@ impl Agent {
             empty: Arc::new(MibView::empty()),
             stats: WalkStats::default(),
             parked_scratch: Vec::new(),
+            save_warnings: RateLimited::new(Duration::from_secs(10)),
+            persistence_problem: None,
+            save_failing: false,
+        }
+    }
+
+    /// The index state is not persisted, and why (the state directory is not safe, not
+    /// writable, or cannot be locked). Shown in memSourceLastError while the source has
+    /// no error of its own; memSourceStatus stays the source's.
+    pub fn set_persistence_problem(&mut self, problem: Option<String>) {
+        self.scalars.set_persistence_problem(problem.clone());
+        self.persistence_problem = problem;
+    }
+
+    /// Logs the index problems of one refresh; failed saves are rate-limited.
+    fn index_problems(&mut self, problems: Vec<IndexError>, now: Instant) {
+        let mut save_failed = false;
+        for p in problems {
+            if !matches!(p, IndexError::Save { .. }) {
+                tracing::warn!("{p}");
+                continue;
+            }
+            save_failed = true;
+            match self.save_warnings.should_log(now) {
+                Some(0) => tracing::warn!("{p}"),
+                Some(n) => tracing::warn!("{p} ({n} more failed saves not logged)"),
+                None => {}
+            }
+            self.scalars.set_persistence_problem(Some(p.to_string()));
+        }
+        if save_failed {
+            self.save_failing = true;
+        } else if self.save_failing {
+            // A failed save is retried at every refresh: none failing now means it worked.
+            self.save_failing = false;
+            let n = self.save_warnings.suppressed();
+            tracing::info!("index state saved again ({n} failed saves not logged)");
+            self.save_warnings.reset();
+            self.scalars
+                .set_persistence_problem(self.persistence_problem.clone());
         }
     }
 
@@ -172,9 +220,7 @@ impl Agent {
             return;
         }
         let (view, problems) = self.rows.lay_out(snap, now);
-        for p in problems {
-            tracing::warn!("{p}");
-        }
+        self.index_problems(problems, now);
         let view = Arc::new(view);
         self.walks.adopt(view.clone(), now);
         self.store.install(view, now);

@@ -9,11 +9,21 @@ use std::time::Instant;
 
 pub struct DaemonScalars {
     started: Instant,
+    /// Why the index state is not being saved, shown in memSourceLastError while the
+    /// source itself has no error (the MIB has no other place a manager would look).
+    persistence_problem: Option<String>,
 }
 
 impl DaemonScalars {
     pub fn new(started: Instant) -> DaemonScalars {
-        DaemonScalars { started }
+        DaemonScalars {
+            started,
+            persistence_problem: None,
+        }
+    }
+
+    pub fn set_persistence_problem(&mut self, problem: Option<String>) {
+        self.persistence_problem = problem;
     }
 
     /// Hundredths of a second since the daemon started, wrapping like TimeTicks.
@@ -36,6 +46,7 @@ impl DaemonScalars {
             last_error: store
                 .last_error()
                 .map(|e| e.to_string())
+                .or_else(|| self.persistence_problem.clone())
                 .unwrap_or_default(),
         }
     }

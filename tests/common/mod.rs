@@ -307,6 +307,22 @@ impl Daemon {
         }
     }
 
+    /// Waits up to `within` for the daemon to exit on its own; `None` if it is still running.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        let c = self.child.as_mut()?;
+        loop {
+            if let Some(s) = c.try_wait().unwrap() {
+                self.child = None;
+                return Some(s);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn restart(&mut self, port: u16) {
         self.kill();
         self.launch();
