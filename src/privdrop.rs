@@ -17,7 +17,8 @@
 //! starts threads; on Linux it checks `/proc/self/task` and refuses to run otherwise. On
 //! FreeBSD credentials belong to the process, but the same order is kept.
 //!
-//! This is the only module with `unsafe` code; every block says why it is sound.
+//! Its `unsafe` blocks are thin bindings of the set*id and passwd calls; every block says
+//! why it is sound.
 
 use std::ffi::{CStr, CString};
 use std::io;

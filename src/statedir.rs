@@ -147,8 +147,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn uid() -> u32 {
-        // SAFETY: geteuid cannot fail and has no preconditions.
-        unsafe { libc::geteuid() }
+        crate::privdrop::effective_uid()
     }
 
     #[test]
