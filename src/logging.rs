@@ -5,6 +5,10 @@
 //! with facility daemon and a severity taken from the event's level. The syslog daemon adds
 //! the timestamp and host name. No syslog crate is needed.
 //!
+//! Standard error is written through [`LossyWriter`]: a destination that cannot be written
+//! (a pipe whose reader has exited, a full disk) loses lines instead of panicking the daemon,
+//! and the count of lost lines is logged once writing works again.
+//!
 //! [`RateLimited`] keeps a condition that repeats (the master is down for an hour) from
 //! filling the log: it lets a bounded, exponentially thinning number of lines through.
 
@@ -55,7 +59,9 @@ pub fn init(target: LogTarget, level: &str) -> Result<(), String> {
         LogTarget::Stderr => {
             let builder = tracing_subscriber::fmt()
                 .with_env_filter(filter)
-                .with_writer(io::stderr)
+                // Never io::stderr itself: tracing-subscriber reports a failed write with
+                // eprintln!, which panics when stderr is a broken pipe.
+                .with_writer(LossyWriter::new(StderrLines))
                 .with_ansi(io::stderr().is_terminal())
                 .with_filter_reloading();
             let handle = builder.reload_handle();
@@ -80,6 +86,118 @@ pub fn init(target: LogTarget, level: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Where [`LossyWriter`] puts whole lines; a seam for tests.
+pub trait LineSink: Send + 'static {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()>;
+}
+
+/// Standard error, one `write_all` per line.
+pub struct StderrLines;
+
+impl LineSink for StderrLines {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+        let mut e = io::stderr().lock();
+        e.write_all(line)?;
+        e.flush()
+    }
+}
+
+/// A `MakeWriter` that never fails: each event is collected and written as one line; a line
+/// that cannot be written is dropped and counted, and the next write that works is preceded
+/// by a note of how many were dropped.
+pub struct LossyWriter<S> {
+    inner: Arc<Mutex<Lossy<S>>>,
+}
+
+impl<S> Clone for LossyWriter<S> {
+    fn clone(&self) -> Self {
+        LossyWriter {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Lossy<S> {
+    sink: S,
+    /// Lines lost since the last one that got through.
+    dropped: u64,
+}
+
+impl<S: LineSink> LossyWriter<S> {
+    pub fn new(sink: S) -> Self {
+        LossyWriter {
+            inner: Arc::new(Mutex::new(Lossy { sink, dropped: 0 })),
+        }
+    }
+
+    /// Writes one line (newline included), or counts it as dropped.
+    pub fn write_line(&self, line: &[u8]) {
+        let mut g = match self.inner.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let st = &mut *g;
+        if st.dropped > 0 {
+            let note = format!(
+                "memstat-agentx: {} log lines were dropped: the log could not be written\n",
+                st.dropped
+            );
+            if st.sink.write_line(note.as_bytes()).is_err() {
+                st.dropped += 1;
+                return;
+            }
+            st.dropped = 0;
+        }
+        if st.sink.write_line(line).is_err() {
+            st.dropped += 1;
+        }
+    }
+
+    /// Lines dropped and not yet reported.
+    pub fn dropped(&self) -> u64 {
+        match self.inner.lock() {
+            Ok(g) => g.dropped,
+            Err(poisoned) => poisoned.into_inner().dropped,
+        }
+    }
+}
+
+/// The per-event writer of [`LossyWriter`]: collects the event, writes it when dropped.
+pub struct LossyLine<'a, S: LineSink> {
+    writer: &'a LossyWriter<S>,
+    buf: Vec<u8>,
+}
+
+impl<S: LineSink> Write for LossyLine<'_, S> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<S: LineSink> Drop for LossyLine<'_, S> {
+    fn drop(&mut self) {
+        if !self.buf.is_empty() {
+            self.writer.write_line(&self.buf);
+        }
+    }
+}
+
+impl<'a, S: LineSink> MakeWriter<'a> for LossyWriter<S> {
+    type Writer = LossyLine<'a, S>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LossyLine {
+            writer: self,
+            buf: Vec::new(),
+        }
+    }
 }
 
 /// Changes the level of the subscriber [`init`] installed (for SIGHUP). The target cannot
@@ -448,6 +566,84 @@ mod tests {
         sink.send(3, "after restart");
         let n = server.recv(&mut buf).unwrap();
         assert!(String::from_utf8_lossy(&buf[..n]).ends_with("after restart"));
+    }
+
+    /// A sink that fails while `broken` is set.
+    struct Flaky {
+        broken: Arc<Mutex<bool>>,
+        got: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl LineSink for Flaky {
+        fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+            if *self.broken.lock().unwrap() {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            self.got
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(line).into_owned());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_broken_destination_drops_lines_and_says_how_many_once_it_works() {
+        let broken = Arc::new(Mutex::new(false));
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let w = LossyWriter::new(Flaky {
+            broken: broken.clone(),
+            got: got.clone(),
+        });
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(w.clone())
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!("first");
+            *broken.lock().unwrap() = true;
+            for i in 0..3 {
+                tracing::info!("lost {i}");
+            }
+            assert_eq!(w.dropped(), 3);
+            *broken.lock().unwrap() = false;
+            tracing::info!("back");
+        });
+        let got = got.lock().unwrap();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].contains("first"), "{got:?}");
+        assert!(got[1].contains("3 log lines were dropped"), "{got:?}");
+        assert!(got[2].contains("back"), "{got:?}");
+        assert_eq!(w.dropped(), 0);
+    }
+
+    #[test]
+    fn syslog_lines_lost_while_the_socket_is_gone_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let server = UnixDatagram::bind(&path).unwrap();
+        let sink = SyslogSink::connect(&path, SYSLOG_TAG).unwrap();
+        drop(server);
+        std::fs::remove_file(&path).unwrap();
+        sink.send(6, "lost one");
+        sink.send(6, "lost two");
+        let server = UnixDatagram::bind(&path).unwrap();
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        sink.send(6, "back");
+        let mut buf = [0u8; 9000];
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let n = server.recv(&mut buf).unwrap();
+            lines.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        assert!(lines[0].ends_with("back"), "{lines:?}");
+        assert!(
+            lines[1].ends_with("2 earlier log messages were lost"),
+            "{lines:?}"
+        );
     }
 
     #[test]

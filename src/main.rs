@@ -144,19 +144,16 @@ fn main() -> ExitCode {
             check_state_dir(&cfg)?;
             Ok(cfg)
         }) {
-            Ok(cfg) => {
-                print!("{}", cfg.render());
-                ExitCode::SUCCESS
-            }
+            Ok(cfg) => print_out(&cfg.render()),
             Err(e) => {
-                eprintln!("memstat-agentx: {e}");
+                print_err(&e);
                 ExitCode::FAILURE
             }
         },
         Command::Run(args) => match run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("memstat-agentx: {e}");
+                print_err(&e);
                 tracing::error!("{e}");
                 ExitCode::FAILURE
             }
@@ -178,18 +175,36 @@ fn dump(source: &str, format: FormatArg) -> ExitCode {
                 FormatArg::Table => Format::Table,
                 FormatArg::Json => Format::Json,
             };
-            // A closed pipe (`dump | head`) is not an error worth a panic.
-            let _ = std::io::Write::write_all(
-                &mut std::io::stdout(),
-                report::render(&snap, f).as_bytes(),
-            );
-            ExitCode::SUCCESS
+            print_out(&report::render(&snap, f))
         }
         Err(e) => {
-            eprintln!("memstat-agentx: {e}");
+            print_err(&e.to_string());
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes `text` to standard output. Never print!: it panics (exit 101) when stdout is
+/// broken. A reader that went away (`dump | head`) chose to stop reading: exit 0. Any other
+/// failure (a full disk, EIO) means the output is lost: say so and exit 1.
+fn print_out(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            print_err(&format!("cannot write to standard output: {e}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error message on standard error, if it can be written: never eprintln!, which panics
+/// when stderr is broken. The exit status carries the failure either way.
+fn print_err(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "memstat-agentx: {message}");
 }
 
 fn session_config(cfg: &Config) -> Result<(SessionConfig, AgentSettings), String> {

@@ -29,12 +29,35 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), |n| n.to_string())
 }
 
+/// The name as the table shows it. Names come from the kernel or a fixture file, and a
+/// control character in one (ESC starts a terminal escape sequence) would act on the
+/// terminal that shows the table: control characters (C0, DEL and C1, all below 0x100) are
+/// printed escaped, `\x1b` style, and a backslash as `\\` so that the escaping is
+/// unambiguous. JSON output keeps names exact (serde escapes them).
 fn display_name(t: &MemoryType) -> String {
+    let name = escape_controls(&t.name);
     if t.ordinal == 0 {
-        t.name.clone()
+        name
     } else {
-        format!("{}#{}", t.name, t.ordinal)
+        format!("{name}#{}", t.ordinal)
     }
+}
+
+fn escape_controls(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() || c == '\\') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The table: one section per allocator present, in the order malloc, UMA, slab.
@@ -149,6 +172,27 @@ mod tests {
         assert_eq!(
             row,
             "mbuf:                  256,      0,      10,       5,     100,   0,   0,   0"
+        );
+    }
+
+    #[test]
+    fn control_characters_in_names_are_escaped_in_the_table_only() {
+        let mut types = Vec::new();
+        for alloc in Allocator::ALL {
+            types.push(MemoryType::new(alloc, "evil\x1b[2J\x07\u{85}\\x\ttab"));
+        }
+        let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), types);
+        let out = table(&s);
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+        assert_eq!(
+            out.matches("evil\\x1b[2J\\x07\\x85\\\\x\\x09tab").count(),
+            3,
+            "{out}"
+        );
+        let json = render(&s, Format::Json);
+        assert!(
+            json.contains("evil\\u001b[2J\\u0007\u{85}\\\\x\\ttab"),
+            "{json}"
         );
     }
 

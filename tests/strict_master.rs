@@ -858,6 +858,46 @@ fn sigterm_sends_close_shutdown_and_exits_zero() {
     assert!(t0.elapsed() <= Duration::from_secs(1));
 }
 
+/// A master that accepted the session and then stopped reading: the daemon's Responses
+/// fill the socket buffers and its write waits (up to 5 s before it gives the master up).
+/// SIGTERM must still end it within a second: the write in flight and the Close give up.
+#[test]
+fn sigterm_exits_within_a_second_while_the_master_does_not_read() {
+    let (mut d, mut c) = started();
+    still_serving(&mut d, &mut c);
+    // Requests for whole-MIB GetBulks, never read: megabytes of Responses against a few
+    // hundred kilobytes of buffer. The requests themselves are small; stop if even they
+    // no longer fit.
+    c.s.set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    for _ in 0..2000 {
+        let (b, _, _) = c.encode(Payload::GetBulk {
+            non_repeaters: 0,
+            max_repetitions: 1000,
+            ranges: vec![range(ROOT, false, &[])],
+        });
+        if std::io::Write::write_all(&mut c.s, &b).is_err() {
+            break;
+        }
+    }
+    // Let the daemon fill the buffers and block in its write.
+    std::thread::sleep(Duration::from_millis(500));
+    d.assert_alive();
+    let t0 = Instant::now();
+    d.sigterm();
+    let st = d.wait_exit(Duration::from_secs(3));
+    let took = t0.elapsed();
+    assert!(
+        took <= Duration::from_secs(1),
+        "SIGTERM took {took:?} with a master that does not read; log:\n{}",
+        d.log()
+    );
+    assert!(st.success(), "exit status {st}");
+    // The scenario held: the master's buffers were full, so the Close could not be sent.
+    assert!(d.log().contains("leaving without it"), "{}", d.log());
+    drop(c);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The checker itself: each rule rejects a response that breaks it
 // ---------------------------------------------------------------------------------------------

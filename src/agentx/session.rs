@@ -52,6 +52,10 @@ const OPEN_TIMEOUT_SECS: u8 = 5;
 const READ_WAIT: Duration = Duration::from_millis(800);
 /// How long the one read at start-up may take before the session starts without it.
 const STARTUP_READ_WAIT: Duration = Duration::from_secs(5);
+/// How long writes may go on once a shutdown is asked for (the Response in flight, then
+/// the Close): a master that stopped reading must not hold SIGTERM for the full write
+/// timeout. Under 1 s, leaving room for the process to exit within the second promised.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(700);
 
 fn descr() -> Vec<u8> {
     format!(
@@ -117,6 +121,10 @@ pub struct Subagent {
     late_read: Option<oneshot::Receiver<Result<Vec<MemoryType>, SourceError>>>,
     /// Pings and periodic work (see `alarm.rs`).
     alarm: Alarm,
+    /// A reload that arrived while a write was in progress, applied after it.
+    deferred_reload: Option<(SessionConfig, AgentSettings)>,
+    /// Set when a shutdown is asked for: every write after it gives up at this instant.
+    stop_by: Option<tokio::time::Instant>,
 }
 
 impl Subagent {
@@ -131,6 +139,8 @@ impl Subagent {
             out: Vec::with_capacity(64 * 1024),
             caps_error_logged: false,
             late_read: None,
+            deferred_reload: None,
+            stop_by: None,
         })
     }
 
@@ -371,6 +381,17 @@ impl Subagent {
         let mut ping_pending: Option<(u32, Instant)> = None;
         self.alarm.set(None);
         loop {
+            // A reload that came in during a write.
+            if let Some((s, a)) = self.deferred_reload.take() {
+                if self.apply(s, a) {
+                    let ids = self.next_ids(session_id);
+                    let by = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+                    let _ = close(&conn, ids, CloseReason::SHUTDOWN, by).await;
+                    return End::Readdress;
+                }
+                let every = self.cfg.ping_interval;
+                next_ping = (!every.is_zero()).then(|| Instant::now() + every);
+            }
             let ping_wake = match ping_pending {
                 Some((_, d)) => Some(d),
                 None => next_ping,
@@ -400,8 +421,10 @@ impl Subagent {
                         Ok(f) => f,
                         Err(e) => return End::Lost(SessionError::Connection(e)),
                     };
-                    if let Err(end) = self.on_frame(&conn, frame, &mut ping_pending, control).await {
-                        return end;
+                    match self.on_frame(&conn, frame, &mut ping_pending, control).await {
+                        Ok(()) => {}
+                        Err(End::Shutdown) => return self.shut_down(&conn, session_id).await,
+                        Err(end) => return end,
                     }
                 }
                 r = async {
@@ -424,8 +447,18 @@ impl Subagent {
                         let ids = self.next_ids(session_id);
                         let mut buf = Vec::new();
                         Pdu::with_ids(ids, Payload::Ping).encode(&mut buf);
-                        if let Err(e) = conn.write_all(&buf).await {
-                            return End::Lost(SessionError::Write(e));
+                        match write_watching(
+                            &conn,
+                            &buf,
+                            control,
+                            &mut self.deferred_reload,
+                            &mut self.stop_by,
+                        )
+                        .await
+                        {
+                            Ok(()) => {}
+                            Err(End::Shutdown) => return self.shut_down(&conn, session_id).await,
+                            Err(end) => return end,
                         }
                         ping_pending = Some((ids.packet_id, now + ADMIN_TIMEOUT));
                         next_ping = Some(now + ping_every);
@@ -435,19 +468,15 @@ impl Subagent {
                     Some(Control::Reload(s, a)) => {
                         if self.apply(s, a) {
                             let ids = self.next_ids(session_id);
-                            let _ = close(&conn, ids, CloseReason::SHUTDOWN).await;
+                            let by = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+                            let _ = close(&conn, ids, CloseReason::SHUTDOWN, by).await;
                             return End::Readdress;
                         }
                         let every = self.cfg.ping_interval;
                         next_ping = (!every.is_zero()).then(|| Instant::now() + every);
                     }
                     Some(Control::Shutdown) | None => {
-                        let ids = self.next_ids(session_id);
-                        if let Err(e) = close(&conn, ids, CloseReason::SHUTDOWN).await {
-                            tracing::warn!("sending Close: {e}");
-                        }
-                        tracing::info!("closed the AgentX session");
-                        return End::Shutdown;
+                        return self.shut_down(&conn, session_id).await;
                     }
                 },
             }
@@ -468,7 +497,7 @@ impl Subagent {
             Frame::Bad(h, e) => {
                 tracing::debug!("answering parseError: {e}");
                 self.agent.handle_undecodable(&h, &mut self.out);
-                return self.send(conn).await;
+                return self.send(conn, control).await;
             }
         };
         match &pdu.payload {
@@ -488,7 +517,7 @@ impl Subagent {
             }
             Payload::Close { reason } => Err(End::Lost(SessionError::Closed(*reason))),
             _ => match self.agent.handle(&pdu, Instant::now(), true, &mut self.out) {
-                Handled::Reply => self.send(conn).await,
+                Handled::Reply => self.send(conn, control).await,
                 Handled::NoReply => Ok(()),
                 Handled::NeedsRead => {
                     self.read_within(READ_WAIT, control).await?;
@@ -497,7 +526,7 @@ impl Subagent {
                         .handle(&pdu, Instant::now(), false, &mut self.out)
                         == Handled::Reply
                     {
-                        self.send(conn).await?;
+                        self.send(conn, control).await?;
                     }
                     Ok(())
                 }
@@ -505,17 +534,83 @@ impl Subagent {
         }
     }
 
-    async fn send(&mut self, conn: &Connection) -> Result<(), End> {
-        conn.write_all(&self.out)
-            .await
-            .map_err(|e| End::Lost(SessionError::Write(e)))
+    /// Writes the answer in `self.out`. Err(End::Shutdown): a shutdown came during the
+    /// write (which was given until [`SHUTDOWN_GRACE`] after it).
+    async fn send(
+        &mut self,
+        conn: &Connection,
+        control: &mut mpsc::Receiver<Control>,
+    ) -> Result<(), End> {
+        write_watching(
+            conn,
+            &self.out,
+            control,
+            &mut self.deferred_reload,
+            &mut self.stop_by,
+        )
+        .await
+    }
+
+    /// Sends Close(shutdown), giving up at the shutdown deadline: a master that stopped
+    /// reading gets no Close, and SIGTERM still ends the daemon within a second.
+    async fn shut_down(&mut self, conn: &Connection, session_id: u32) -> End {
+        let by = *self
+            .stop_by
+            .get_or_insert_with(|| tokio::time::Instant::now() + SHUTDOWN_GRACE);
+        let ids = self.next_ids(session_id);
+        match close(conn, ids, CloseReason::SHUTDOWN, by).await {
+            Ok(()) => tracing::info!("closed the AgentX session"),
+            Err(e) => tracing::warn!("sending Close: {e}; leaving without it"),
+        }
+        End::Shutdown
     }
 }
 
-async fn close(conn: &Connection, ids: HeaderIds, reason: CloseReason) -> std::io::Result<()> {
+/// Writes `data` while watching the control channel, so that a master that stops reading
+/// cannot hold a shutdown for the whole write timeout. A reload that arrives meanwhile is
+/// kept in `deferred` for the caller to apply; a shutdown sets `stop_by` (if not set yet)
+/// and the write gets until then to finish, after which Err(End::Shutdown) is returned.
+async fn write_watching(
+    conn: &Connection,
+    data: &[u8],
+    control: &mut mpsc::Receiver<Control>,
+    deferred: &mut Option<(SessionConfig, AgentSettings)>,
+    stop_by: &mut Option<tokio::time::Instant>,
+) -> Result<(), End> {
+    if let Some(by) = *stop_by {
+        let _ = conn.write_all_until(data, by).await;
+        return Err(End::Shutdown);
+    }
+    let write = conn.write_all(data);
+    tokio::pin!(write);
+    loop {
+        tokio::select! {
+            r = &mut write => {
+                return r.map_err(|e| End::Lost(SessionError::Write(e)));
+            }
+            c = control.recv() => match c {
+                Some(Control::Reload(s, a)) => *deferred = Some((s, a)),
+                Some(Control::Shutdown) | None => {
+                    let by = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+                    *stop_by = Some(by);
+                    // The write goes on (the Response may still get through) until then.
+                    let _ = tokio::time::timeout_at(by, &mut write).await;
+                    return Err(End::Shutdown);
+                }
+            },
+        }
+    }
+}
+
+async fn close(
+    conn: &Connection,
+    ids: HeaderIds,
+    reason: CloseReason,
+    by: tokio::time::Instant,
+) -> std::io::Result<()> {
     let mut buf = Vec::new();
     Pdu::with_ids(ids, Payload::Close { reason }).encode(&mut buf);
-    conn.write_all(&buf).await?;
+    conn.write_all_until(&buf, by).await?;
     conn.shutdown()
 }
 

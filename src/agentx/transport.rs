@@ -154,9 +154,20 @@ impl Connection {
         }
     }
 
-    /// Writes all of `data`.
-    pub async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
-        let deadline = tokio::time::Instant::now() + WRITE_TIMEOUT;
+    /// Writes all of `data`, giving up after [`WRITE_TIMEOUT`].
+    pub async fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        self.write_all_until(data, tokio::time::Instant::now() + WRITE_TIMEOUT)
+            .await
+    }
+
+    /// Writes all of `data`, giving up (TimedOut) at `deadline`: a shutdown must not wait
+    /// the full [`WRITE_TIMEOUT`] for a master that stopped reading.
+    pub async fn write_all_until(
+        &self,
+        mut data: &[u8],
+        deadline: tokio::time::Instant,
+    ) -> io::Result<()> {
+        let started = tokio::time::Instant::now();
         while !data.is_empty() {
             match self.fd.get_ref().write(data) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -166,7 +177,10 @@ impl Connection {
                     if tokio::time::Instant::now() >= deadline {
                         return Err(io::Error::new(
                             io::ErrorKind::TimedOut,
-                            "the master has not read for 5 s",
+                            format!(
+                                "the master has not read for {:.1} s",
+                                started.elapsed().as_secs_f64()
+                            ),
                         ));
                     }
                     tokio::time::sleep(Duration::from_millis(1)).await;
