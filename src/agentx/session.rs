@@ -578,8 +578,16 @@ async fn write_watching(
     stop_by: &mut Option<tokio::time::Instant>,
 ) -> Result<(), End> {
     if let Some(by) = *stop_by {
-        let _ = conn.write_all_until(data, by).await;
+        let _ = conn.write_all_until(data, Some(by)).await;
         return Err(End::Shutdown);
+    }
+    // Nearly every write goes through at once; only a full socket needs the watch.
+    let done = conn
+        .write_now(data)
+        .map_err(|e| End::Lost(SessionError::Write(e)))?;
+    let data = &data[done..];
+    if data.is_empty() {
+        return Ok(());
     }
     let write = conn.write_all(data);
     tokio::pin!(write);
@@ -610,7 +618,7 @@ async fn close(
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     Pdu::with_ids(ids, Payload::Close { reason }).encode(&mut buf);
-    conn.write_all_until(&buf, by).await?;
+    conn.write_all_until(&buf, Some(by)).await?;
     conn.shutdown()
 }
 
