@@ -16,9 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const SOURCE_STATUS: &str = ".1.3.6.1.4.1.32473.1.1.1.8.0";
-const SOURCE_LAST_ERROR: &str = ".1.3.6.1.4.1.32473.1.1.1.9.0";
-
 fn fd_count(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .expect("read /proc/PID/fd")
@@ -123,32 +120,13 @@ fn generation(g: u64) -> Vec<MemoryType> {
     types
 }
 
+fn status(port: u16) -> (String, String) {
+    source_status(port)
+}
+
 fn allocs_1(port: u16) -> String {
     let l = get(port, &[&format!("{TYPE_ENTRY}.13.1")]);
     l[0].value.clone()
-}
-
-fn status(port: u16) -> (String, String) {
-    let l = get(port, &[SOURCE_STATUS, SOURCE_LAST_ERROR]);
-    assert_eq!(l.len(), 2, "{l:?}");
-    (l[0].value.clone(), l[1].value.clone())
-}
-
-/// Polls (walking the table, which refreshes an expired snapshot) until `check` holds.
-fn eventually(port: u16, what: &str, daemon: &Daemon, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let _ = bulkwalk(port, TYPE_ENTRY, &[]);
-        if check() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not within 5 s\n{}",
-            daemon.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(150));
-    }
 }
 
 #[test]
@@ -194,9 +172,13 @@ fn failing_fixture_keeps_the_last_good_snapshot_and_recovers() {
         std::thread::sleep(Duration::from_millis(200));
 
         // Stale: status 2, the error names the file and the problem, the old values stay.
-        eventually(port, &format!("{name}: stale"), &daemon, || {
-            status(port).0 == "2"
-        });
+        eventually(
+            port,
+            &format!("{name}: stale"),
+            &daemon,
+            Duration::from_millis(150),
+            || status(port).0 == "2",
+        );
         let (st, err) = status(port);
         assert_eq!(st, "2", "{name}");
         for w in wanted {
@@ -216,9 +198,13 @@ fn failing_fixture_keeps_the_last_good_snapshot_and_recovers() {
         g += 1;
         write_fixture(&fix, generation(g));
         let want = (1_000_000 + g).to_string();
-        eventually(port, &format!("{name}: recovery"), &daemon, || {
-            allocs_1(port) == want
-        });
+        eventually(
+            port,
+            &format!("{name}: recovery"),
+            &daemon,
+            Duration::from_millis(150),
+            || allocs_1(port) == want,
+        );
         assert_eq!(status(port), ("1".to_string(), String::new()), "{name}");
     }
     let log = daemon.log_text();

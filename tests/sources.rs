@@ -10,8 +10,6 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const SOURCE_STATUS: &str = ".1.3.6.1.4.1.32473.1.1.1.8.0";
-const SOURCE_LAST_ERROR: &str = ".1.3.6.1.4.1.32473.1.1.1.9.0";
 const CPU_ENTRY: &str = ".1.3.6.1.4.1.32473.1.3.1";
 
 const SLABINFO: &str = "slabinfo - version: 2.1\n\
@@ -20,29 +18,6 @@ kmalloc-64 3000 3200 64 64 1 : tunables 0 0 0 : slabdata 50 50 0\n";
 fn mkfifo(p: &Path) {
     let st = Command::new("mkfifo").arg(p).status().unwrap();
     assert!(st.success(), "mkfifo {}", p.display());
-}
-
-fn status(port: u16) -> (String, String) {
-    let l = get(port, &[SOURCE_STATUS, SOURCE_LAST_ERROR]);
-    assert_eq!(l.len(), 2, "{l:?}");
-    (l[0].value.clone(), l[1].value.clone())
-}
-
-/// Walks (which refreshes an expired snapshot) until `check` holds, for at most 5 s.
-fn eventually(port: u16, what: &str, daemon: &Daemon, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let _ = bulkwalk(port, TYPE_ENTRY, &[]);
-        if check() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not within 5 s\n{}",
-            daemon.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Runs `cmd` and waits at most `within` for it to exit; a process still running then is
@@ -132,13 +107,15 @@ fn a_fixture_replaced_by_a_fifo_turns_stale_and_the_daemon_still_stops() {
     let fix = dir.path().join("fixture.json");
     let path = fix.display().to_string();
     let good = bulkwalk(port, TYPE_ENTRY, &[]);
-    assert_eq!(status(port).0, "1");
+    assert_eq!(source_status(port).0, "1");
 
     std::fs::remove_file(&fix).unwrap();
     mkfifo(&fix);
     std::thread::sleep(Duration::from_millis(200));
-    eventually(port, "stale", &daemon, || status(port).0 == "2");
-    let (_, err) = status(port);
+    eventually(port, "stale", &daemon, Duration::from_millis(100), || {
+        source_status(port).0 == "2"
+    });
+    let (_, err) = source_status(port);
     assert!(
         err.contains(&path) && err.contains("FIFO") && err.contains("not a regular file"),
         "memSourceLastError: {err:?}"
@@ -195,10 +172,14 @@ fn devices_and_files_over_the_cap_are_refused_in_bounded_memory() {
     let state = dir.path().join("state").display().to_string();
     let src = format!("linux:{path}");
     let daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
-    eventually(snmpd.port, "error", &daemon, || {
-        status(snmpd.port).1.contains("64 MiB")
-    });
-    let (st, msg) = status(snmpd.port);
+    eventually(
+        snmpd.port,
+        "error",
+        &daemon,
+        Duration::from_millis(100),
+        || source_status(snmpd.port).1.contains("64 MiB"),
+    );
+    let (st, msg) = source_status(snmpd.port);
     assert_eq!(st, "3", "error(3): nothing was ever read");
     assert!(msg.contains(&path), "{msg}");
 }
@@ -225,21 +206,37 @@ fn a_replaced_slabinfo_file_is_reread_and_a_deleted_one_turns_stale() {
         &["--source", &src, "--state-dir", &state, "--max-age", "0.1"],
     );
     let in_use = || get(port, &[&format!("{TYPE_ENTRY}.9.1")])[0].value.clone();
-    eventually(port, "first read", &daemon, || in_use() == "3000");
+    eventually(
+        port,
+        "first read",
+        &daemon,
+        Duration::from_millis(100),
+        || in_use() == "3000",
+    );
 
     write_slabinfo(&slab, 4000);
-    eventually(port, "replaced file read", &daemon, || in_use() == "4000");
-    assert_eq!(status(port), ("1".to_string(), String::new()));
+    eventually(
+        port,
+        "replaced file read",
+        &daemon,
+        Duration::from_millis(100),
+        || in_use() == "4000",
+    );
+    assert_eq!(source_status(port), ("1".to_string(), String::new()));
 
     std::fs::remove_file(&slab).unwrap();
-    eventually(port, "stale", &daemon, || status(port).0 == "2");
-    let (_, err) = status(port);
+    eventually(port, "stale", &daemon, Duration::from_millis(100), || {
+        source_status(port).0 == "2"
+    });
+    let (_, err) = source_status(port);
     assert!(err.contains(&path) && err.contains("deleted"), "{err}");
     assert_eq!(in_use(), "4000", "the last good snapshot is served");
 
     write_slabinfo(&slab, 5000);
-    eventually(port, "back", &daemon, || in_use() == "5000");
-    assert_eq!(status(port).0, "1");
+    eventually(port, "back", &daemon, Duration::from_millis(100), || {
+        in_use() == "5000"
+    });
+    assert_eq!(source_status(port).0, "1");
 }
 
 #[test]
@@ -278,8 +275,14 @@ fn a_cpu_index_beyond_the_mib_range_is_refused() {
     let mut bad = ok;
     bad.per_cpu[0].cpu = 70_000;
     write_fixture(&dir.path().join("fixture.json"), vec![bad]);
-    eventually(port, "stale", &daemon, || status(port).0 == "2");
-    assert!(status(port).1.contains("field cpu"), "{:?}", status(port));
+    eventually(port, "stale", &daemon, Duration::from_millis(100), || {
+        source_status(port).0 == "2"
+    });
+    assert!(
+        source_status(port).1.contains("field cpu"),
+        "{:?}",
+        source_status(port)
+    );
     let after = bulkwalk(port, CPU_ENTRY, &[]);
     assert_eq!(after, cpus);
     assert!(
@@ -297,9 +300,13 @@ fn a_failure_before_the_first_snapshot_does_not_promise_one() {
     let state = dir.path().join("state").display().to_string();
     let src = format!("linux:{}", slab.display());
     let daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
-    eventually(snmpd.port, "logged", &daemon, || {
-        daemon.log_text().contains("unsupported version")
-    });
+    eventually(
+        snmpd.port,
+        "logged",
+        &daemon,
+        Duration::from_millis(100),
+        || daemon.log_text().contains("unsupported version"),
+    );
     let log = daemon.log_text();
     assert!(log.contains("no snapshot yet"), "{log}");
     assert!(!log.contains("last good snapshot"), "{log}");
@@ -343,13 +350,21 @@ fn after_user_a_replaced_file_that_cannot_be_opened_turns_stale() {
         ],
     );
     let in_use = || get(port, &[&format!("{TYPE_ENTRY}.9.1")])[0].value.clone();
-    eventually(port, "first read", &daemon, || in_use() == "3000");
+    eventually(
+        port,
+        "first read",
+        &daemon,
+        Duration::from_millis(100),
+        || in_use() == "3000",
+    );
 
     // Replaced by another root-only file: nobody cannot open it, so the old descriptor's
     // figures are not passed off as fresh.
     write_mode(4000, 0o400);
-    eventually(port, "stale", &daemon, || status(port).0 == "2");
-    let (_, err) = status(port);
+    eventually(port, "stale", &daemon, Duration::from_millis(100), || {
+        source_status(port).0 == "2"
+    });
+    let (_, err) = source_status(port);
     assert!(
         err.contains(&path) && err.contains("replaced") && err.contains("permission denied"),
         "{err}"
@@ -358,6 +373,12 @@ fn after_user_a_replaced_file_that_cannot_be_opened_turns_stale() {
 
     // Replaced by a file nobody may read: reopened and served.
     write_mode(5000, 0o444);
-    eventually(port, "reopened", &daemon, || in_use() == "5000");
-    assert_eq!(status(port), ("1".to_string(), String::new()));
+    eventually(
+        port,
+        "reopened",
+        &daemon,
+        Duration::from_millis(100),
+        || in_use() == "5000",
+    );
+    assert_eq!(source_status(port), ("1".to_string(), String::new()));
 }

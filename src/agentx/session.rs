@@ -367,6 +367,27 @@ impl Subagent {
         }
     }
 
+    /// Applies reloaded settings during a session: a new master address ends it (with a
+    /// Close), new Ping settings restart the Ping clock.
+    async fn reload(
+        &mut self,
+        s: SessionConfig,
+        a: AgentSettings,
+        conn: &Connection,
+        session_id: u32,
+        next_ping: &mut Option<Instant>,
+    ) -> Option<End> {
+        if self.apply(s, a) {
+            let ids = self.next_ids(session_id);
+            let by = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+            let _ = close(conn, ids, CloseReason::SHUTDOWN, by).await;
+            return Some(End::Readdress);
+        }
+        let every = self.cfg.ping_interval;
+        *next_ping = (!every.is_zero()).then(|| Instant::now() + every);
+        None
+    }
+
     /// Serves one connection until it ends.
     async fn serve(
         &mut self,
@@ -383,14 +404,9 @@ impl Subagent {
         loop {
             // A reload that came in during a write.
             if let Some((s, a)) = self.deferred_reload.take() {
-                if self.apply(s, a) {
-                    let ids = self.next_ids(session_id);
-                    let by = tokio::time::Instant::now() + SHUTDOWN_GRACE;
-                    let _ = close(&conn, ids, CloseReason::SHUTDOWN, by).await;
-                    return End::Readdress;
+                if let Some(end) = self.reload(s, a, &conn, session_id, &mut next_ping).await {
+                    return end;
                 }
-                let every = self.cfg.ping_interval;
-                next_ping = (!every.is_zero()).then(|| Instant::now() + every);
             }
             let ping_wake = match ping_pending {
                 Some((_, d)) => Some(d),
@@ -466,14 +482,9 @@ impl Subagent {
                 }
                 c = control.recv() => match c {
                     Some(Control::Reload(s, a)) => {
-                        if self.apply(s, a) {
-                            let ids = self.next_ids(session_id);
-                            let by = tokio::time::Instant::now() + SHUTDOWN_GRACE;
-                            let _ = close(&conn, ids, CloseReason::SHUTDOWN, by).await;
-                            return End::Readdress;
+                        if let Some(end) = self.reload(s, a, &conn, session_id, &mut next_ping).await {
+                            return end;
                         }
-                        let every = self.cfg.ping_interval;
-                        next_ping = (!every.is_zero()).then(|| Instant::now() + every);
                     }
                     Some(Control::Shutdown) | None => {
                         return self.shut_down(&conn, session_id).await;

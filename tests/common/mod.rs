@@ -15,6 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub const ROOT: &str = ".1.3.6.1.4.1.32473.1";
 pub const TYPE_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.2.1";
+pub const SOURCE_STATUS: &str = ".1.3.6.1.4.1.32473.1.1.1.8.0";
+pub const SOURCE_LAST_ERROR: &str = ".1.3.6.1.4.1.32473.1.1.1.9.0";
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_memstat-agentx")
@@ -464,4 +466,35 @@ pub fn write_fixture(path: &Path, types: Vec<MemoryType>) {
     std::fs::write(&tmp, fixture::to_json(&s)).unwrap();
     // Atomic replace: the daemon never reads a half-written file.
     std::fs::rename(&tmp, path).unwrap();
+}
+
+/// memSourceStatus and memSourceLastError, as the client prints them.
+pub fn source_status(port: u16) -> (String, String) {
+    let l = get(port, &[SOURCE_STATUS, SOURCE_LAST_ERROR]);
+    assert_eq!(l.len(), 2, "{l:?}");
+    (l[0].value.clone(), l[1].value.clone())
+}
+
+/// Walks memTypeTable (which refreshes an expired snapshot) until `check` holds, every
+/// `every`, for at most 5 s.
+pub fn eventually(
+    port: u16,
+    what: &str,
+    daemon: &Daemon,
+    every: Duration,
+    check: impl Fn() -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let _ = bulkwalk(port, TYPE_ENTRY, &[]);
+        if check() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within 5 s\n{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(every);
+    }
 }
