@@ -672,9 +672,9 @@ impl MibView {
                 None
             };
             if let Some((at, suffix, value)) = self.next_in(obj, after, include) {
-                let mut oid = Vec::with_capacity(obj.prefix.len() + suffix.len());
+                let mut oid = Vec::with_capacity(obj.prefix.len() + suffix.as_slice().len());
                 oid.extend_from_slice(&obj.prefix);
-                oid.extend_from_slice(&suffix);
+                oid.extend_from_slice(suffix.as_slice());
                 if !end.is_empty() && oid.as_slice() >= end {
                     return None;
                 }
@@ -733,7 +733,7 @@ impl MibView {
         obj: &Object,
         after: Option<&[u32]>,
         include: bool,
-    ) -> Option<(u32, Vec<u32>, Value)> {
+    ) -> Option<(u32, Suffix, Value)> {
         // True when an instance with this suffix comes before the search point.
         let before = |inst: &[u32]| match after {
             None => false,
@@ -750,7 +750,7 @@ impl MibView {
                 let &p = present.get(i)?;
                 let (r, t) = self.ty(p);
                 let v = (TYPE_COLUMNS[c].3)(t, r)?;
-                Some((i as u32, vec![r.index], v))
+                Some((i as u32, Suffix::one(r.index), v))
             }
             Kind::Cpu(c) => {
                 let present = &self.cpu_present[c];
@@ -762,7 +762,7 @@ impl MibView {
                 let (r, t) = self.ty(p);
                 let pc = &t.per_cpu[slot as usize];
                 let v = (CPU_COLUMNS[c].3)(pc)?;
-                Some((i as u32, vec![r.index, pc.cpu], v))
+                Some((i as u32, Suffix([r.index, pc.cpu], 2), v))
             }
             Kind::Alloc(c) => {
                 let present = &self.alloc_present[c];
@@ -770,9 +770,24 @@ impl MibView {
                 let &a = present.get(i)?;
                 let s = &self.allocs[a as usize];
                 let v = (ALLOC_COLUMNS[c].3)(s)?;
-                Some((i as u32, vec![s.allocator], v))
+                Some((i as u32, Suffix::one(s.allocator), v))
             }
         }
+    }
+}
+
+/// An instance suffix (one index, or index and CPU), built without allocating: GetNext
+/// builds one for every varbind.
+#[derive(Clone, Copy)]
+struct Suffix([u32; 2], usize);
+
+impl Suffix {
+    fn one(a: u32) -> Suffix {
+        Suffix([a, 0], 1)
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        &self.0[..self.1]
     }
 }
 

@@ -47,7 +47,8 @@ impl SourceReader {
         if let Err(mpsc::TrySendError::Full(tx) | mpsc::TrySendError::Disconnected(tx)) =
             self.jobs.try_send(tx)
         {
-            // A read is still in flight (or the thread is gone): say so rather than queue.
+            // Two reads already asked for (the agent asks for one at a time), or the thread
+            // is gone: say so rather than wait.
             let _ = tx.send(Err(SourceError::Unavailable {
                 message: format!("{}: the previous read has not finished", self.name),
             }));

@@ -70,7 +70,9 @@ pub struct RowIdentity {
     indexes: StableIndexes,
     discontinuity: Discontinuity,
     clock: MasterClock,
-    laid_out: u64,
+    /// Whether a snapshot was laid out before: the first one's rows were present at
+    /// start-up.
+    laid_out: bool,
     /// A full index space is reported once, not at every refresh.
     full_reported: bool,
 }
@@ -81,7 +83,7 @@ impl RowIdentity {
             indexes,
             discontinuity: Discontinuity::default(),
             clock: MasterClock::default(),
-            laid_out: 0,
+            laid_out: false,
             full_reported: false,
         }
     }
@@ -106,8 +108,7 @@ impl RowIdentity {
     /// that gets no index (the index space is full) is left out of the view; the problems
     /// are returned for the caller to log.
     pub fn lay_out(&mut self, snap: Snapshot, now: Instant) -> (MibView, Vec<IndexError>) {
-        let first = self.laid_out == 0;
-        self.laid_out += 1;
+        let first = !std::mem::replace(&mut self.laid_out, true);
         let assigned = self.indexes.assign(&snap.types);
         let master_now = self.clock.now(now).unwrap_or(0);
         let disc = self.discontinuity.update(&snap, first, master_now);

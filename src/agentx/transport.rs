@@ -185,29 +185,25 @@ impl Connection {
         deadline: Option<tokio::time::Instant>,
     ) -> io::Result<()> {
         let mut blocked_since: Option<tokio::time::Instant> = None;
-        while !data.is_empty() {
-            match self.fd.get_ref().write(data) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => data = &data[n..],
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let now = tokio::time::Instant::now();
-                    let since = *blocked_since.get_or_insert(now);
-                    if now >= deadline.unwrap_or(since + WRITE_TIMEOUT) {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!(
-                                "the master has not read for {:.1} s",
-                                (now - since).as_secs_f64()
-                            ),
-                        ));
-                    }
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                Err(e) => return Err(e),
+        loop {
+            data = &data[self.write_now(data)?..];
+            if data.is_empty() {
+                return Ok(());
             }
+            // The socket is full.
+            let now = tokio::time::Instant::now();
+            let since = *blocked_since.get_or_insert(now);
+            if now >= deadline.unwrap_or(since + WRITE_TIMEOUT) {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the master has not read for {:.1} s",
+                        (now - since).as_secs_f64()
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        Ok(())
     }
 
     /// Shuts both directions down (the descriptor closes on drop).

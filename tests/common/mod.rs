@@ -295,18 +295,7 @@ impl Daemon {
             .args(["-s", sig, &pid])
             .status()
             .unwrap();
-        let deadline = Instant::now() + within;
-        let c = self.child.as_mut().unwrap();
-        loop {
-            if let Some(s) = c.try_wait().unwrap() {
-                self.child = None;
-                return Some(s);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.wait_exit(within)
     }
 
     /// Waits up to `within` for the daemon to exit on its own; `None` if it is still running.
