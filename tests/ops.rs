@@ -254,3 +254,64 @@ fn with_user_the_daemon_reads_slabinfo_unprivileged_and_reconnects() {
     snmpd.restart();
     wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
 }
+
+/// A configuration file replaced by a FIFO, then SIGHUP: the reload is refused without
+/// waiting for a writer, walks go on, and SIGTERM still ends the daemon at once. A change
+/// of a setting a reload cannot apply is logged as such.
+#[test]
+fn sighup_with_a_fifo_for_a_config_never_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_setup(dir.path(), 100);
+    let conf = dir.path().join("memstat-agentx.toml");
+    std::fs::write(&conf, format!("source = \"{src}\"\n")).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    let mut daemon = Daemon::start(
+        &snmpd,
+        &["--config", conf.to_str().unwrap(), "--state-dir", &state],
+    );
+    let hup = |daemon: &Daemon| {
+        Command::new("kill")
+            .args(["-HUP", &daemon.pid().to_string()])
+            .status()
+            .unwrap()
+    };
+    let wait_log = |daemon: &Daemon, what: &str, times: usize| {
+        let t0 = Instant::now();
+        while daemon.log_text().matches(what).count() < times {
+            assert!(
+                t0.elapsed() < Duration::from_secs(3),
+                "{}",
+                daemon.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // A change of the source needs a restart: said, and the old source stays.
+    let other = dir.path().join("other.json");
+    std::fs::write(&conf, format!("source = \"fixture:{}\"\n", other.display())).unwrap();
+    hup(&daemon);
+    wait_log(&daemon, "source changed: a restart applies that", 1);
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+
+    std::fs::remove_file(&conf).unwrap();
+    let c = std::ffi::CString::new(conf.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    hup(&daemon);
+    wait_log(&daemon, "configuration not reloaded", 1);
+    assert!(
+        daemon.log_text().contains("a FIFO, not a regular file"),
+        "{}",
+        daemon.log_text()
+    );
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+    // Twice, to be sure nothing was left waiting on the FIFO.
+    hup(&daemon);
+    wait_log(&daemon, "configuration not reloaded", 2);
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+    let status = daemon
+        .signal_and_wait("TERM", Duration::from_secs(1))
+        .expect("still running 1 s after SIGTERM");
+    assert!(status.success(), "{status}");
+}
