@@ -68,7 +68,7 @@ macro_rules! settings {
 
         impl Config {
             fn convert_each(raw: &RawSettings) -> Result<Config, ConfigError> {
-                Ok(Config { $( $field: raw.convert_one($key, &$conv)?, )+ })
+                Ok(Config { $( $field: raw.convert_one($key, $default, &$conv)?, )+ })
             }
 
             /// Each setting's key and value as a TOML literal (`None`: unset).
@@ -116,23 +116,19 @@ pub struct Setting {
     pub reload: Reload,
 }
 
-/// How a setting is written on the command line and shown in the file.
+/// How a setting is written: decimal seconds (`--key SECONDS`), a string (`--key VALUE`), or
+/// a boolean (the flags `--key` and `--no-key`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// Decimal seconds: a TOML number, or `--key SECONDS`.
     Seconds,
-    /// A TOML string, or `--key VALUE`.
     Text,
-    /// A TOML boolean, or the flags `--key` and `--no-key`.
     Switch,
 }
 
-/// What a SIGHUP does with a changed value.
+/// Whether a SIGHUP applies a changed value, or the old one stays until a restart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reload {
-    /// The running daemon takes the new value (a new master address reconnects).
     Applied,
-    /// The old value stays in force until the daemon is restarted.
     Restart,
 }
 
@@ -334,14 +330,15 @@ impl RawSettings {
             .map_or(Origin::Default, |(_, o)| o.clone())
     }
 
-    fn convert_one<T>(&self, key: &'static str, conv: &Conv<T>) -> Result<T, ConfigError> {
+    fn convert_one<T>(
+        &self,
+        key: &str,
+        default: Option<&str>,
+        conv: &Conv<T>,
+    ) -> Result<T, ConfigError> {
         let default = || {
-            let d = SETTINGS
-                .iter()
-                .find(|s| s.key == key)
-                .and_then(|s| s.default);
             (
-                d.map_or(RawValue::Unset, |d| RawValue::Arg(d.into())),
+                default.map_or(RawValue::Unset, |d| RawValue::Arg(d.into())),
                 Origin::Default,
             )
         };
@@ -484,24 +481,19 @@ fn seconds(v: &RawValue, zero_ok: bool) -> Result<Duration, String> {
         RawValue::Toml(other) => return Err(expected("a number of seconds", other)),
         RawValue::Arg(s) => s
             .trim()
-            .parse::<f64>()
+            .parse()
             .map_err(|_| format!("{s:?} is not a number; {what}"))?,
-        RawValue::Unset => return Err(what.into()),
+        RawValue::Unset => f64::NAN,
     };
-    if n.is_nan() {
-        return Err(format!("{what}, not NaN"));
-    }
-    if n > MAX_SECONDS {
-        return Err(format!(
+    match Duration::try_from_secs_f64(n) {
+        _ if n.is_nan() => Err(format!("{what}, not NaN")),
+        _ if n > MAX_SECONDS => Err(format!(
             "{} seconds is too long (at most {MAX_SECONDS} seconds)",
             readable(n)
-        ));
+        )),
+        Ok(d) if !d.is_zero() || zero_ok => Ok(d),
+        _ => Err(what.into()),
     }
-    let d = Duration::from_secs_f64(n.max(0.0));
-    if n < 0.0 || (d.is_zero() && !zero_ok) {
-        return Err(what.into());
-    }
-    Ok(d)
 }
 
 /// A number for a message: `1e308`, not 309 digits.
