@@ -237,7 +237,10 @@ fn check_config_warns_of_a_directory_run_would_not_persist_to() {
     }
     let check = |state: &Path, extra: &[&str]| {
         std::process::Command::new(bin())
-            .args(["check-config", "--config", "/dev/null", "--state-dir"])
+            // A fixture anyone may read the absence of: the source is not what is checked.
+            .args(["check-config", "--config", "/dev/null", "--source"])
+            .arg("fixture:/nonexistent/fixture.json")
+            .arg("--state-dir")
             .arg(state)
             .args(extra)
             .output()
