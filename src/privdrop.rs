@@ -216,8 +216,8 @@ pub fn in_child_as(
 ) -> Result<String, String> {
     use std::io::Read;
     use std::os::fd::FromRawFd;
-    /// The most of the child's message the parent reads.
-    const MESSAGE_CAP: u64 = 64 * 1024;
+    /// The most of the child's message the parent reads (a pipe holds at least 4 KiB).
+    const MESSAGE_CAP: u64 = 4096;
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: fds has room for the two descriptors pipe writes.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
@@ -237,7 +237,10 @@ pub fn in_child_as(
             Ok(m) => (0, m),
             Err(m) => (1, m),
         };
-        let _ = std::io::Write::write_all(&mut out, message.as_bytes());
+        // Within the parent's cap, so the child never blocks on a pipe the parent stopped
+        // reading before it waits.
+        let cut = message.len().min(MESSAGE_CAP as usize);
+        let _ = std::io::Write::write_all(&mut out, &message.as_bytes()[..cut]);
         // SAFETY: _exit ends the child at once, without running the parent's atexit handlers
         // or flushing its inherited stdio buffers twice.
         unsafe { libc::_exit(code) }
