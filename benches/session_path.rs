@@ -59,6 +59,7 @@ fn bench(c: &mut Criterion) {
     let types: Vec<MemoryType> = (0..TYPES).map(common::full_type).collect();
     // A long max-age: the steady state of a walk, without a refresh inside the timing.
     let settings = AgentSettings {
+        notify: memstat_agentx::agent::WatchSettings::default(),
         max_age: Duration::from_secs(3600),
         walk_window: Duration::from_secs(30),
     };

@@ -104,6 +104,24 @@ settings! {
     user: Option<Account> = "user" via USER, default None, Restart;
     /// Register the MIB in the master's sysORTable (AgentX AddAgentCaps).
     agent_caps: bool = "agent-caps" via SWITCH, default Some("true"), Applied;
+    /// Seconds between samples that compare each row for notifications; 0 disables them.
+    /// With 0 nothing is read while nobody asks; otherwise the source is read at this interval
+    /// (unless the snapshot is younger than max-age) and compared with the previous sample.
+    watch_interval: Duration = "watch-interval" via SECONDS_OR_OFF, default Some("0"), Applied;
+    /// Seconds between two notifications of one type for one row; 0 sends every one.
+    notify_holdoff: Duration = "notify-holdoff" via SECONDS_OR_OFF, default Some("300"), Applied;
+    /// Share of a type's count limit, in percent (1-100), that sends memTypeLimitNearing.
+    notify_limit_percent: u32 = "notify-limit-percent" via PERCENT, default Some("90"), Applied;
+    /// Percentage points below notify-limit-percent (0-99) at which memTypeLimitCleared is sent.
+    notify_limit_hysteresis: u32 = "notify-limit-hysteresis" via POINTS, default Some("5"), Applied;
+    /// Most notifications per sample (1-10000); past it, one memNotificationsSuppressed.
+    notify_max_per_sample: u32 = "notify-max-per-sample" via CAP, default Some("20"), Applied;
+    /// Send memTypeAllocFailure when a type's failure counter increases.
+    notify_alloc_failure: bool = "notify-alloc-failure" via SWITCH, default Some("true"), Applied;
+    /// Send memTypeLimitNearing and memTypeLimitCleared.
+    notify_limit: bool = "notify-limit" via SWITCH, default Some("true"), Applied;
+    /// Send memSourceStale and memSourceRecovered when memSourceStatus changes.
+    notify_source: bool = "notify-source" via SWITCH, default Some("true"), Applied;
 }
 
 /// One setting's definition (see [`settings!`]).
@@ -116,11 +134,12 @@ pub struct Setting {
     pub reload: Reload,
 }
 
-/// How a setting is written: decimal seconds (`--key SECONDS`), a string (`--key VALUE`), or
-/// a boolean (the flags `--key` and `--no-key`).
+/// How a setting is written: decimal seconds (`--key SECONDS`), a whole number (`--key N`),
+/// a string (`--key VALUE`), or a boolean (the flags `--key` and `--no-key`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Seconds,
+    Number,
     Text,
     Switch,
 }
@@ -321,6 +340,26 @@ impl RawSettings {
                 )
             });
         }
+        if cfg.notify_limit_hysteresis >= cfg.notify_limit_percent {
+            let (pct, hyst) = (
+                self.origin("notify-limit-percent"),
+                self.origin("notify-limit-hysteresis"),
+            );
+            let (p, h) = (cfg.notify_limit_percent, cfg.notify_limit_hysteresis);
+            return Err(if rank(&pct) > rank(&hyst) {
+                ConfigError::at(
+                    &pct,
+                    "notify-limit-percent",
+                    format!("{p} must be above notify-limit-hysteresis ({h} points)"),
+                )
+            } else {
+                ConfigError::at(
+                    &hyst,
+                    "notify-limit-hysteresis",
+                    format!("{h} points must be below notify-limit-percent ({p})"),
+                )
+            });
+        }
         Ok(cfg)
     }
 
@@ -418,6 +457,21 @@ const SECONDS_OR_OFF: Conv<Duration> = Conv {
     parse: |v| seconds(v, true),
     show: |d| Some(secs(*d)),
 };
+const PERCENT: Conv<u32> = Conv {
+    kind: Kind::Number,
+    parse: |v| whole(v, 1, 100),
+    show: |n| Some(n.to_string()),
+};
+const POINTS: Conv<u32> = Conv {
+    kind: Kind::Number,
+    parse: |v| whole(v, 0, 99),
+    show: |n| Some(n.to_string()),
+};
+const CAP: Conv<u32> = Conv {
+    kind: Kind::Number,
+    parse: |v| whole(v, 1, 10_000),
+    show: |n| Some(n.to_string()),
+};
 const ABSOLUTE_PATH: Conv<PathBuf> = Conv {
     kind: Kind::Text,
     parse: |v| match text(v)? {
@@ -493,6 +547,24 @@ fn seconds(v: &RawValue, zero_ok: bool) -> Result<Duration, String> {
         )),
         Ok(d) if !d.is_zero() || zero_ok => Ok(d),
         _ => Err(what.into()),
+    }
+}
+
+/// A whole number from `min` to `max`.
+fn whole(v: &RawValue, min: u32, max: u32) -> Result<u32, String> {
+    let what = format!("must be a whole number from {min} to {max}");
+    let n: i64 = match v {
+        RawValue::Toml(Value::Integer(i)) => *i,
+        RawValue::Toml(other) => return Err(expected("a whole number", other)),
+        RawValue::Arg(s) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a whole number; {what}"))?,
+        RawValue::Unset => return Err(what),
+    };
+    match u32::try_from(n) {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{n}: {what}")),
     }
 }
 
@@ -627,6 +699,16 @@ mod tests {
         assert_eq!(c.log_target, LogTarget::Stderr);
         assert_eq!(c.user, None);
         assert!(c.agent_caps);
+        assert_eq!(
+            c.watch_interval,
+            Duration::ZERO,
+            "sampling is off by default"
+        );
+        assert_eq!(c.notify_holdoff, Duration::from_secs(300));
+        assert_eq!(c.notify_limit_percent, 90);
+        assert_eq!(c.notify_limit_hysteresis, 5);
+        assert_eq!(c.notify_max_per_sample, 20);
+        assert!(c.notify_alloc_failure && c.notify_limit && c.notify_source);
         // Every setting but the user has a default; the keys are unique.
         for s in SETTINGS {
             assert_eq!(s.default.is_none(), s.key == "user", "{}", s.key);
@@ -657,8 +739,27 @@ log-level = "debug"
 log-target = "syslog"
 user = "nobody"
 agent-caps = false
+watch-interval = 2.5
+notify-holdoff = 0
+notify-limit-percent = 80
+notify-limit-hysteresis = 10
+notify-max-per-sample = 1000
+notify-alloc-failure = false
+notify-limit = false
+notify-source = false
 "#;
         let c = parse(text).unwrap();
+        assert_eq!(c.watch_interval, Duration::from_millis(2500));
+        assert_eq!(c.notify_holdoff, Duration::ZERO);
+        assert_eq!(
+            (
+                c.notify_limit_percent,
+                c.notify_limit_hysteresis,
+                c.notify_max_per_sample
+            ),
+            (80, 10, 1000)
+        );
+        assert!(!c.notify_alloc_failure && !c.notify_limit && !c.notify_source);
         assert_eq!(c.agentx_socket, MasterAddr::Tcp("localhost:705".into()));
         assert_eq!(c.source, SourceKind::Fixture("/tmp/x.json".into()));
         assert_eq!(c.max_age, Duration::from_millis(500));
@@ -946,6 +1047,92 @@ agent-caps = false
         assert!(bad_arg("log-level", "loud").contains("unknown log level"));
         bad_arg("ping-interval", "-1");
         bad_arg("user", "root");
+    }
+
+    #[test]
+    fn notification_numbers_are_whole_and_in_range() {
+        for (key, lo, hi) in [
+            ("notify-limit-percent", 1, 100),
+            ("notify-limit-hysteresis", 0, 99),
+            ("notify-max-per-sample", 1, 10_000),
+        ] {
+            for bad_value in [lo as i64 - 1, hi as i64 + 1, -5, 1 << 40] {
+                let m = bad(&format!("{key} = {bad_value}\n"), key, 1);
+                assert!(
+                    m.ends_with(&format!(
+                        "{bad_value}: must be a whole number from {lo} to {hi}"
+                    )),
+                    "{m}"
+                );
+            }
+            let m = bad(&format!("\n{key} = 1.5\n"), key, 2);
+            assert!(m.contains("expected a whole number, found float"), "{m}");
+            bad(&format!("{key} = \"20\"\n"), key, 1);
+            assert!(bad_arg(key, "many").contains("\"many\" is not a whole number"));
+            assert!(bad_arg(key, "2.5").contains("is not a whole number"));
+        }
+        let c = with_args(
+            "",
+            &[
+                ("notify-max-per-sample", " 7 "),
+                ("notify-limit-percent", "100"),
+            ],
+        )
+        .unwrap();
+        assert_eq!((c.notify_max_per_sample, c.notify_limit_percent), (7, 100));
+        // Zero hysteresis is allowed: nearing and cleared at the same share.
+        assert_eq!(
+            parse("notify-limit-hysteresis = 0")
+                .unwrap()
+                .notify_limit_hysteresis,
+            0
+        );
+    }
+
+    #[test]
+    fn notification_durations_and_switches() {
+        bad("watch-interval = -1\n", "watch-interval", 1);
+        bad("watch-interval = 1e9\n", "watch-interval", 1);
+        bad("notify-holdoff = \"5m\"\n", "notify-holdoff", 1);
+        assert!(bad_arg("watch-interval", "soon").contains("not a number"));
+        let c = with_args(
+            "",
+            &[
+                ("watch-interval", "0.5"),
+                ("notify-holdoff", "0"),
+                ("notify-source", "false"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.watch_interval, Duration::from_millis(500));
+        assert_eq!(c.notify_holdoff, Duration::ZERO);
+        assert!(!c.notify_source && c.notify_limit);
+        bad("notify-limit = 1\n", "notify-limit", 1);
+    }
+
+    #[test]
+    fn hysteresis_stays_below_the_share_and_the_later_value_is_blamed() {
+        let m = bad(
+            "notify-limit-percent = 10\n\nnotify-limit-hysteresis = 10\n",
+            "notify-limit-hysteresis",
+            3,
+        );
+        assert!(
+            m.contains("10 points must be below notify-limit-percent (10)"),
+            "{m}"
+        );
+        let m = bad("\nnotify-limit-percent = 4\n", "notify-limit-percent", 2);
+        assert!(
+            m.contains("4 must be above notify-limit-hysteresis (5 points)"),
+            "{m}"
+        );
+        let e = with_args(
+            "notify-limit-percent = 50\n",
+            &[("notify-limit-hysteresis", "60")],
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("--notify-limit-hysteresis"), "{e}");
+        parse("notify-limit-percent = 6\nnotify-limit-hysteresis = 5\n").unwrap();
     }
 
     #[test]

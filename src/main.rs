@@ -1,7 +1,7 @@
 //! The `memstat-agentx` command: `run` (the subagent), `dump` and `check-config`.
 
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
-use memstat_agentx::agent::{Agent, AgentSettings};
+use memstat_agentx::agent::{Agent, AgentSettings, WatchSettings};
 use memstat_agentx::agentx::session::{Control, SessionConfig, Subagent};
 use memstat_agentx::config::{
     Config, ConfigError, Kind, RawSettings, DEFAULT_CONFIG_PATH, SETTINGS,
@@ -73,13 +73,13 @@ impl Args for SettingArgs {
                             .overrides_with(s.key),
                     )
                 }
-                Kind::Seconds | Kind::Text => cmd.arg(
+                Kind::Seconds | Kind::Number | Kind::Text => cmd.arg(
                     Arg::new(s.key)
                         .long(s.key)
-                        .value_name(if s.kind == Kind::Seconds {
-                            "SECONDS"
-                        } else {
-                            "VALUE"
+                        .value_name(match s.kind {
+                            Kind::Seconds => "SECONDS",
+                            Kind::Number => "N",
+                            _ => "VALUE",
                         })
                         .value_parser(clap::value_parser!(String))
                         // --max-age -1 is a value (refused by the setting), not an unknown flag.
@@ -104,7 +104,7 @@ impl FromArgMatches for SettingArgs {
                     raw.set_arg(s.key, "false".into())
                 }
                 Kind::Switch => {}
-                Kind::Seconds | Kind::Text => {
+                Kind::Seconds | Kind::Number | Kind::Text => {
                     if let Some(v) = m.get_one::<String>(s.key) {
                         raw.set_arg(s.key, v.clone());
                     }
@@ -251,6 +251,16 @@ fn session_config(cfg: &Config) -> (SessionConfig, AgentSettings) {
     let agent = AgentSettings {
         max_age: cfg.max_age,
         walk_window: cfg.walk_window,
+        notify: WatchSettings {
+            interval: cfg.watch_interval,
+            holdoff: cfg.notify_holdoff,
+            limit_percent: cfg.notify_limit_percent,
+            hysteresis: cfg.notify_limit_hysteresis,
+            cap: cfg.notify_max_per_sample,
+            alloc_failure: cfg.notify_alloc_failure,
+            limit: cfg.notify_limit,
+            source: cfg.notify_source,
+        },
     };
     (session, agent)
 }

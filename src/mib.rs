@@ -13,7 +13,7 @@
 
 use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
 use crate::oid::Oid;
-use crate::value::Value;
+use crate::value::{Value, VarBind};
 use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -38,6 +38,8 @@ pub enum Syntax {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     NotAccessible,
+    /// Carried in notifications only: never served to a Get or GetNext.
+    AccessibleForNotify,
     ReadOnly,
 }
 
@@ -75,14 +77,19 @@ pub struct DaemonStatus {
     pub source_name: String,
     pub status: SourceStatus,
     pub last_error: String,
+    /// memNotificationsSent and memNotificationsDropped.
+    pub notifications_sent: u64,
+    pub notifications_dropped: u64,
 }
 
 // Arcs below the root.
+const NOTIFICATIONS: u32 = 0;
 const OBJECTS: u32 = 1;
 const DAEMON: u32 = 1;
 const TYPE_TABLE: u32 = 2;
 const CPU_TABLE: u32 = 3;
 const ALLOC_TABLE: u32 = 4;
+const NOTIFY_OBJECTS: u32 = 5;
 
 type ScalarFn = fn(&DaemonStatus) -> Option<Value>;
 type TypeFn = fn(&MemoryType, &Row) -> Option<Value>;
@@ -131,6 +138,12 @@ const SCALARS: &[(u32, &str, Syntax, ScalarFn)] = &[
     }),
     (9, "memSourceLastError", Syntax::OctetString, |d| {
         Some(text(&d.last_error))
+    }),
+    (10, "memNotificationsSent", Syntax::Counter64, |d| {
+        Some(Value::Counter64(d.notifications_sent))
+    }),
+    (11, "memNotificationsDropped", Syntax::Counter64, |d| {
+        Some(Value::Counter64(d.notifications_dropped))
     }),
 ];
 
@@ -303,7 +316,226 @@ pub fn object_defs() -> Vec<ObjectDef> {
     for &(sub, name, syntax, _) in ALLOC_COLUMNS {
         v.push(def(name, &[OBJECTS, ALLOC_TABLE, 1, sub], syntax, ReadOnly));
     }
+    for &(sub, name, syntax) in NOTIFY_OBJECT_DEFS {
+        let tail = [OBJECTS, NOTIFY_OBJECTS, sub];
+        v.push(def(name, &tail, syntax, AccessibleForNotify));
+    }
     v
+}
+
+/// memstatNotifyObjects: the objects carried only in notifications.
+const NOTIFY_OBJECT_DEFS: &[(u32, &str, Syntax)] = &[
+    (1, "memNotifyFailureIncrease", Syntax::Counter64),
+    (2, "memNotifyLimitUsage", Syntax::Counter64),
+    (3, "memNotifySuppressed", Syntax::Unsigned32),
+];
+
+/// A notification of MEMSTAT-MIB (memstatNotifications).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NotificationType {
+    AllocFailure = 1,
+    LimitNearing = 2,
+    LimitCleared = 3,
+    SourceStale = 4,
+    SourceRecovered = 5,
+    Suppressed = 6,
+}
+
+impl NotificationType {
+    pub const ALL: [NotificationType; 6] = [
+        NotificationType::AllocFailure,
+        NotificationType::LimitNearing,
+        NotificationType::LimitCleared,
+        NotificationType::SourceStale,
+        NotificationType::SourceRecovered,
+        NotificationType::Suppressed,
+    ];
+
+    /// The NOTIFICATION-TYPE's name in the MIB.
+    pub fn name(self) -> &'static str {
+        match self {
+            NotificationType::AllocFailure => "memTypeAllocFailure",
+            NotificationType::LimitNearing => "memTypeLimitNearing",
+            NotificationType::LimitCleared => "memTypeLimitCleared",
+            NotificationType::SourceStale => "memSourceStale",
+            NotificationType::SourceRecovered => "memSourceRecovered",
+            NotificationType::Suppressed => "memNotificationsSuppressed",
+        }
+    }
+
+    /// Its OID: the value of snmpTrapOID.0.
+    pub fn oid(self) -> Oid {
+        Oid(root(&[NOTIFICATIONS, self as u32]))
+    }
+
+    /// The names of its OBJECTS clause, in order (each varbind is one of them).
+    pub fn objects(self) -> &'static [&'static str] {
+        match self {
+            NotificationType::AllocFailure => &[
+                "memTypeName",
+                "memTypeAllocator",
+                "memTypeFailures",
+                "memNotifyFailureIncrease",
+            ],
+            NotificationType::LimitNearing | NotificationType::LimitCleared => &[
+                "memTypeName",
+                "memTypeAllocator",
+                "memNotifyLimitUsage",
+                "memTypeCountLimit",
+            ],
+            NotificationType::SourceStale => {
+                &["memSourceName", "memSourceStatus", "memSourceLastError"]
+            }
+            NotificationType::SourceRecovered => &["memSourceName", "memSourceStatus"],
+            NotificationType::Suppressed => &["memNotifySuppressed"],
+        }
+    }
+}
+
+/// snmpTrapOID.0 (SNMPv2-MIB), the first varbind of every Notify we send.
+pub const SNMP_TRAP_OID_0: &[u32] = &[1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0];
+
+/// The varbinds of a notification's Notify PDU: snmpTrapOID.0 first (RFC 2741 §6.2.10; no
+/// sysUpTime.0, which the master adds from its own clock, where we could only estimate it),
+/// then one per object of its OBJECTS clause, built from the definitions above.
+pub fn notification_varbinds(what: &Notification) -> Vec<VarBind> {
+    let col = |name: &str, index: u32| -> Oid {
+        let sub = TYPE_COLUMNS
+            .iter()
+            .find(|c| c.1 == name)
+            .map(|c| c.0)
+            .expect("a memTypeTable column");
+        Oid(root(&[OBJECTS, TYPE_TABLE, 1, sub, index]))
+    };
+    let scalar = |name: &str| -> Oid {
+        let sub = SCALARS
+            .iter()
+            .find(|c| c.1 == name)
+            .map(|c| c.0)
+            .expect("a memstatDaemon scalar");
+        Oid(root(&[OBJECTS, DAEMON, sub, 0]))
+    };
+    let notify = |name: &str| -> Oid {
+        let sub = NOTIFY_OBJECT_DEFS
+            .iter()
+            .find(|c| c.1 == name)
+            .map(|c| c.0)
+            .expect("a memstatNotifyObjects object");
+        Oid(root(&[OBJECTS, NOTIFY_OBJECTS, sub, 0]))
+    };
+    let row = |r: &NotifiedRow| {
+        [
+            (col("memTypeName", r.index), text(&r.name)),
+            (
+                col("memTypeAllocator", r.index),
+                Value::Integer(r.allocator.number() as i32),
+            ),
+        ]
+    };
+    let mut v = vec![(
+        Oid::from_slice(SNMP_TRAP_OID_0),
+        Value::ObjectIdentifier(what.kind().oid()),
+    )];
+    match what {
+        Notification::AllocFailure {
+            row: r,
+            failures,
+            increase,
+        } => {
+            v.extend(row(r));
+            v.push((col("memTypeFailures", r.index), Value::Counter64(*failures)));
+            v.push((
+                notify("memNotifyFailureIncrease"),
+                Value::Counter64(*increase),
+            ));
+        }
+        Notification::LimitNearing {
+            row: r,
+            usage,
+            limit,
+        }
+        | Notification::LimitCleared {
+            row: r,
+            usage,
+            limit,
+        } => {
+            v.extend(row(r));
+            v.push((notify("memNotifyLimitUsage"), Value::Counter64(*usage)));
+            v.push((col("memTypeCountLimit", r.index), Value::Counter64(*limit)));
+        }
+        Notification::SourceStale { source, error } => {
+            v.push((scalar("memSourceName"), text(source)));
+            v.push((
+                scalar("memSourceStatus"),
+                Value::Integer(SourceStatus::Stale as i32),
+            ));
+            v.push((scalar("memSourceLastError"), text(error)));
+        }
+        Notification::SourceRecovered { source } => {
+            v.push((scalar("memSourceName"), text(source)));
+            v.push((
+                scalar("memSourceStatus"),
+                Value::Integer(SourceStatus::Ok as i32),
+            ));
+        }
+        Notification::Suppressed { count } => {
+            v.push((notify("memNotifySuppressed"), Value::Gauge32(*count)));
+        }
+    }
+    v.into_iter()
+        .map(|(name, value)| VarBind { name, value })
+        .collect()
+}
+
+/// The row a notification is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifiedRow {
+    pub index: u32,
+    pub name: String,
+    pub allocator: Allocator,
+}
+
+/// One notification due, with the figures it carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notification {
+    AllocFailure {
+        row: NotifiedRow,
+        failures: u64,
+        increase: u64,
+    },
+    LimitNearing {
+        row: NotifiedRow,
+        usage: u64,
+        limit: u64,
+    },
+    LimitCleared {
+        row: NotifiedRow,
+        usage: u64,
+        limit: u64,
+    },
+    SourceStale {
+        source: String,
+        error: String,
+    },
+    SourceRecovered {
+        source: String,
+    },
+    Suppressed {
+        count: u32,
+    },
+}
+
+impl Notification {
+    pub fn kind(&self) -> NotificationType {
+        match self {
+            Notification::AllocFailure { .. } => NotificationType::AllocFailure,
+            Notification::LimitNearing { .. } => NotificationType::LimitNearing,
+            Notification::LimitCleared { .. } => NotificationType::LimitCleared,
+            Notification::SourceStale { .. } => NotificationType::SourceStale,
+            Notification::SourceRecovered { .. } => NotificationType::SourceRecovered,
+            Notification::Suppressed { .. } => NotificationType::Suppressed,
+        }
+    }
 }
 
 /// True for OIDs under memstatDaemon, the scalars, whose values do not come from a
@@ -884,6 +1116,8 @@ mod tests {
             source_name: "test".into(),
             status: SourceStatus::Ok,
             last_error: String::new(),
+            notifications_sent: 0,
+            notifications_dropped: 0,
         }
     }
 
@@ -969,7 +1203,7 @@ mod tests {
             cur = o.0;
             n += 1;
         }
-        assert_eq!(n, 9, "every scalar");
+        assert_eq!(n, 11, "every scalar");
         let mut instances = Vec::new();
         while let Some(f) = v.get_next(&cur, false, &[]) {
             assert!(f.oid.0 > cur);

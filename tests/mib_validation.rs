@@ -383,6 +383,7 @@ fn parse_access(s: &str) -> Option<Access> {
     match s {
         "not-accessible" => Some(Access::NotAccessible),
         "read-only" => Some(Access::ReadOnly),
+        "accessible-for-notify" => Some(Access::AccessibleForNotify),
         _ => None,
     }
 }
@@ -808,7 +809,7 @@ fn code_and_mib_file_define_the_same_objects() {
     }
     assert_eq!(
         code.len(),
-        48,
+        53,
         "object count changed; update this test and the MIB"
     );
 }

@@ -123,7 +123,7 @@ fn expected(
     };
 
     // memDaemonObjects: R.1.1.N.0
-    let scalars: [(u32, Option<Value>); 9] = [
+    let scalars: [(u32, Option<Value>); 11] = [
         (1, Some(Value::TimeTicks(st.uptime_ticks))),
         (
             2,
@@ -148,6 +148,8 @@ fn expected(
             })),
         ),
         (9, Some(admin_string(&st.last_error))),
+        (10, Some(Value::Counter64(st.notifications_sent))),
+        (11, Some(Value::Counter64(st.notifications_dropped))),
     ];
     for (n, v) in scalars {
         put(r(&[1, 1, n, 0]), v);
@@ -357,6 +359,8 @@ fn arb_status() -> impl Strategy<Value = DaemonStatus> {
                     source_name: source,
                     status,
                     last_error: err,
+                    notifications_sent: refreshes / 3,
+                    notifications_dropped: failures / 2,
                 }
             },
         )
@@ -548,6 +552,8 @@ fn repeated_cpu_numbers_get_and_getnext_agree() {
         source_name: String::new(),
         status: SourceStatus::Ok,
         last_error: String::new(),
+        notifications_sent: 0,
+        notifications_dropped: 0,
     };
     let mib = Mib::new(&view, &st);
     let mut at = r(&[1, 3, 1, 2]);

@@ -1056,3 +1056,102 @@ mod checker_rejects {
         });
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Notifications
+// ---------------------------------------------------------------------------------------------
+
+const T_NOTIFY: u8 = 12;
+const SNMP_TRAP_OID_0: &[u32] = &[1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0];
+
+/// Reads frames until a Notify arrives (answering any Ping), and returns it with its varbinds.
+fn next_notify(c: &mut Conn, within: Duration) -> (Frame, Vec<(Vec<u32>, V)>) {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let f = c
+            .read_frame(left)
+            .unwrap_or_else(|e| panic!("no Notify within {within:?}: {e:?}"));
+        if f.h.ty == T_PING {
+            c.answer(&f.h, c.session, E_NO_ERROR);
+            continue;
+        }
+        assert_eq!(f.h.ty, T_NOTIFY, "expected a Notify: {:?}", f.h);
+        let mut p = Cur::new(f.payload(), "Notify");
+        let mut vbs = Vec::new();
+        while !p.done() {
+            vbs.push(p.varbind());
+        }
+        return (f, vbs);
+    }
+}
+
+/// RFC 2741 §6.2.10: a Notify carries the session's ID, network byte order, no context, and
+/// snmpTrapOID.0 as its first varbind (no sysUpTime.0: the daemon only estimates the
+/// master's clock); then the notification's objects in the MIB's order. A refusal by the
+/// master is logged and the session goes on.
+#[test]
+fn notify_pdu_layout_and_a_refusal() {
+    let mut d = Daemon::start(&[
+        "--watch-interval",
+        "0.2",
+        "--max-age",
+        "0.1",
+        "--notify-holdoff",
+        "0",
+    ]);
+    let mut c = d.connect(SHORT);
+    // Let two samples pass: the first after the connection is a baseline.
+    c.assert_silent(Duration::from_millis(600), "a baseline sends nothing");
+    let mut rows = fixture_rows();
+    let bump = |rows: &mut Vec<Row>, to: u64| {
+        for s in rows[0].stats.iter_mut() {
+            if s.0 == "failures" {
+                s.1 = to;
+            }
+        }
+    };
+    bump(&mut rows, 10);
+    let tmp = d.fixture.with_extension("tmp");
+    std::fs::write(&tmp, fixture_json(&rows)).unwrap();
+    std::fs::rename(&tmp, &d.fixture).unwrap();
+    let (f, vbs) = next_notify(&mut c, SHORT);
+    assert_eq!(f.h.session, c.session, "Notify must carry the sessionID");
+    assert_eq!(f.h.flags, F_NBO, "Notify flags: NBO only, default context");
+    let root = |tail: &[u32]| r(tail);
+    let expected: Vec<(Vec<u32>, V)> = vec![
+        (SNMP_TRAP_OID_0.to_vec(), V::Oid(root(&[0, 1]))),
+        (root(&[1, 2, 1, 2, 1]), V::Str(b"mbuf".to_vec())),
+        (root(&[1, 2, 1, 3, 1]), V::Int(2)),
+        (root(&[1, 2, 1, 17, 1]), V::C64(10)),
+        (root(&[1, 5, 1, 0]), V::C64(3)),
+    ];
+    assert_eq!(vbs, expected, "memTypeAllocFailure's varbinds");
+    c.answer(&f.h, c.session, E_PROCESSING_ERROR);
+
+    bump(&mut rows, 12);
+    std::fs::write(&tmp, fixture_json(&rows)).unwrap();
+    std::fs::rename(&tmp, &d.fixture).unwrap();
+    let (f2, vbs) = next_notify(&mut c, SHORT);
+    assert!(
+        f2.h.packet != f.h.packet,
+        "each Notify has its own packetID"
+    );
+    assert_eq!(
+        vbs[4],
+        (root(&[1, 5, 1, 0]), V::C64(2)),
+        "the increase since the last"
+    );
+    c.answer(&f2.h, c.session, E_NO_ERROR);
+    // The refusal is logged; the session is kept, and the counter shows both sent.
+    let log = d.log();
+    assert!(
+        log.contains("the master refused memTypeAllocFailure: processingError"),
+        "{log}"
+    );
+    let resp = c.request(Payload::Get {
+        ranges: vec![range(&r(&[1, 1, 10, 0]), false, &[])],
+    });
+    assert_eq!(resp.vbs[0].1, V::C64(2), "memNotificationsSent");
+    d.assert_alive();
+}

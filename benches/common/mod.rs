@@ -49,6 +49,8 @@ pub fn status() -> DaemonStatus {
         source_name: "bench".into(),
         status: SourceStatus::Ok,
         last_error: String::new(),
+        notifications_sent: 0,
+        notifications_dropped: 0,
     }
 }
 

@@ -6,7 +6,8 @@
 //! - [`store`]: the refresh policy, the refresh statistics and the current view;
 //! - [`rows`]: stable row indexes, discontinuity times and the master's clock;
 //! - [`walks`]: the live views and the walks parked on them;
-//! - [`scalars`]: the daemon's own scalars.
+//! - [`scalars`]: the daemon's own scalars;
+//! - [`watch`]: the samples for notifications, and what each one sends.
 //!
 //! Reading the source is the one step that may block. The agent never does it: when a
 //! request needs a fresh snapshot, [`Agent::handle`] answers [`Handled::NeedsRead`] and
@@ -19,6 +20,7 @@ pub(crate) mod rows;
 pub(crate) mod scalars;
 pub(crate) mod store;
 pub(crate) mod walks;
+pub mod watch;
 
 use crate::agentx::pdu::{
     Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,
@@ -26,15 +28,23 @@ use crate::agentx::pdu::{
 use crate::index::{IndexError, StableIndexes};
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError};
-use crate::mib::{self, DaemonStatus, MibView};
+use crate::mib::{self, DaemonStatus, MibView, Notification, SourceStatus};
 use crate::oid::Oid;
 use crate::value::Value;
 use rows::RowIdentity;
 use scalars::DaemonScalars;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::SnapshotStore;
 use walks::{Continuation, WalkTracker};
+pub use watch::WatchSettings;
+use watch::Watcher;
+
+/// The most notifications waiting for the session: a sample's cap and its summary, plus the
+/// source's own. The session takes them after every event, so this bound only keeps memory
+/// bounded if it did not.
+const MAX_PENDING: usize = 10_000 + 64;
 
 /// The largest Response payload we send: net-snmp refuses PDUs over 64 KiB. A GetBulk stops
 /// at the last whole repetition that fits; a Get or GetNext that cannot fit answers tooBig.
@@ -48,6 +58,8 @@ pub struct AgentSettings {
     /// A walk stays on its snapshot for this long, and a parked walk is remembered for
     /// this long after its last request.
     pub walk_window: Duration,
+    /// Sampling and notifications.
+    pub notify: WatchSettings,
 }
 
 /// What [`Agent::handle`] did.
@@ -89,6 +101,11 @@ pub struct Agent {
     persistence_problem: Option<String>,
     /// The last save failed (and is retried at the next refresh).
     save_failing: bool,
+    watcher: Watcher,
+    /// When the last sample was taken (or the agent started).
+    last_sample: Instant,
+    /// Notifications due, for the session to send or drop.
+    pending: VecDeque<Notification>,
 }
 
 impl Agent {
@@ -110,6 +127,9 @@ impl Agent {
             save_warnings: RateLimited::new(Duration::from_secs(10)),
             persistence_problem: None,
             save_failing: false,
+            watcher: Watcher::new(),
+            last_sample: now,
+            pending: VecDeque::new(),
         }
     }
 
@@ -200,11 +220,49 @@ impl Agent {
     /// The request waiting for the read gives up: it is answered from the last good
     /// snapshot, marked stale, while the read goes on.
     pub fn read_overdue(&mut self, now: Instant) {
+        let before = self.store.status();
         self.store.read_overdue(now);
+        self.source_changed(before);
+    }
+
+    /// memSourceStale or memSourceRecovered when a refresh changed memSourceStatus.
+    fn source_changed(&mut self, before: SourceStatus) {
+        let after = self.store.status();
+        if !self.settings.notify.source || before == after {
+            return;
+        }
+        let source = self.store.source_name().to_string();
+        let n = match (before, after) {
+            (SourceStatus::Ok, SourceStatus::Stale) => Notification::SourceStale {
+                source,
+                error: self
+                    .store
+                    .last_error()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default(),
+            },
+            (SourceStatus::Stale, SourceStatus::Ok) => Notification::SourceRecovered { source },
+            _ => return,
+        };
+        self.push_notification(n);
+    }
+
+    fn push_notification(&mut self, n: Notification) {
+        if self.pending.len() >= MAX_PENDING {
+            self.scalars.count_dropped(1);
+            return;
+        }
+        self.pending.push_back(n);
     }
 
     /// The read finished: a good one becomes the current view.
     pub fn read_finished(&mut self, result: Result<Vec<MemoryType>, SourceError>, now: Instant) {
+        let before = self.store.status();
+        self.install_read(result, now);
+        self.source_changed(before);
+    }
+
+    fn install_read(&mut self, result: Result<Vec<MemoryType>, SourceError>, now: Instant) {
         let Ok(snap) = self.store.read_finished(result) else {
             return;
         };
@@ -243,6 +301,9 @@ impl Agent {
     /// discontinuity times start over, and the next request lays the view out again.
     pub fn new_master_session(&mut self, master_restarted: bool) {
         self.walks.reset();
+        // What changed while no master listened was dropped; the first sample of the new
+        // session is a baseline.
+        self.watcher.rebaseline();
         if master_restarted {
             self.rows.master_restarted();
             self.store.invalidate();
@@ -259,6 +320,49 @@ impl Agent {
     /// When [`tick`](Self::tick) next has work, if ever.
     pub fn next_tick(&self) -> Option<Instant> {
         self.walks.next_expiry()
+    }
+
+    /// When the next sample for notifications is due; `None` while sampling is off.
+    pub fn next_sample(&self) -> Option<Instant> {
+        let every = self.settings.notify.interval;
+        (!every.is_zero()).then(|| self.last_sample + every)
+    }
+
+    pub fn sample_due(&self, now: Instant) -> bool {
+        self.next_sample().is_some_and(|t| now >= t)
+    }
+
+    /// Takes a sample: compares the newest view with the previous sample. The caller has
+    /// refreshed the view first if [`read_due`](Self::read_due) said so, which keeps samples
+    /// within the view bound and the walk contract.
+    pub fn sample(&mut self, now: Instant) {
+        self.last_sample = now;
+        let Some(view) = self.store.current().cloned() else {
+            return;
+        };
+        let due = self.watcher.sample(&view, now, &self.settings.notify);
+        for n in due {
+            self.push_notification(n);
+        }
+    }
+
+    /// The notifications due, oldest first.
+    pub fn take_notifications(&mut self) -> VecDeque<Notification> {
+        std::mem::take(&mut self.pending)
+    }
+
+    pub fn has_notifications(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Notifications handed to the master (memNotificationsSent).
+    pub fn notifications_sent(&mut self, n: u64) {
+        self.scalars.count_sent(n);
+    }
+
+    /// Notifications dropped with no master connected (memNotificationsDropped).
+    pub fn notifications_dropped(&mut self, n: u64) {
+        self.scalars.count_dropped(n);
     }
 
     // --- introspection ------------------------------------------------------------------
@@ -380,6 +484,7 @@ impl Agent {
         let AgentSettings {
             max_age,
             walk_window,
+            ..
         } = self.settings;
         max_age.max(walk_window.saturating_sub(max_age))
     }

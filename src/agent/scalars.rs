@@ -12,6 +12,8 @@ pub struct DaemonScalars {
     /// Why the index state is not being saved, shown in memSourceLastError while the
     /// source itself has no error (the MIB has no other place a manager would look).
     persistence_problem: Option<String>,
+    notifications_sent: u64,
+    notifications_dropped: u64,
 }
 
 impl DaemonScalars {
@@ -19,7 +21,17 @@ impl DaemonScalars {
         DaemonScalars {
             started,
             persistence_problem: None,
+            notifications_sent: 0,
+            notifications_dropped: 0,
         }
+    }
+
+    pub fn count_sent(&mut self, n: u64) {
+        self.notifications_sent = self.notifications_sent.saturating_add(n);
+    }
+
+    pub fn count_dropped(&mut self, n: u64) {
+        self.notifications_dropped = self.notifications_dropped.saturating_add(n);
     }
 
     pub fn set_persistence_problem(&mut self, problem: Option<String>) {
@@ -48,6 +60,8 @@ impl DaemonScalars {
                 .map(|e| e.to_string())
                 .or_else(|| self.persistence_problem.clone())
                 .unwrap_or_default(),
+            notifications_sent: self.notifications_sent,
+            notifications_dropped: self.notifications_dropped,
         }
     }
 }

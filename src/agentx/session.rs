@@ -16,9 +16,10 @@ use crate::agent::{Agent, AgentSettings, Handled};
 use crate::alarm::Alarm;
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError};
-use crate::mib::MEMSTAT_MIB_ROOT;
+use crate::mib::{notification_varbinds, NotificationType, MEMSTAT_MIB_ROOT};
 use crate::oid::Oid;
 use crate::reader::SourceReader;
+use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -57,6 +58,9 @@ const STARTUP_READ_WAIT: Duration = Duration::from_secs(5);
 /// the Close): a master that stopped reading must not hold SIGTERM for the full write
 /// timeout. Under 1 s, leaving room for the process to exit within the second promised.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(700);
+/// Notifies whose Response we still look for: the master answers each at once, so a few
+/// dozen cover any burst of a sample; older ones are forgotten.
+const NOTIFIES_TRACKED: usize = 64;
 
 fn descr() -> Vec<u8> {
     format!(
@@ -126,6 +130,10 @@ pub struct Subagent {
     deferred_reload: Option<(SessionConfig, AgentSettings)>,
     /// Set when a shutdown is asked for: every write after it gives up at this instant.
     stop_by: Option<tokio::time::Instant>,
+    /// (packetID, notification) of the Notifies sent in this session, newest last.
+    notifies: VecDeque<(u32, NotificationType)>,
+    /// Refusals of Notifies by the master, logged at most every 10 s.
+    refusals: RateLimited,
 }
 
 impl Subagent {
@@ -142,6 +150,8 @@ impl Subagent {
             late_read: None,
             deferred_reload: None,
             stop_by: None,
+            notifies: VecDeque::new(),
+            refusals: RateLimited::new(Duration::from_secs(10)),
         })
     }
 
@@ -160,6 +170,8 @@ impl Subagent {
         }
         let mut down_log = RateLimited::new(Duration::from_secs(10));
         loop {
+            // Due before a master was there to take them.
+            self.drop_notifications();
             let attempt = tokio::select! {
                 r = self.open_session() => r,
                 c = control.recv() => match c {
@@ -199,17 +211,114 @@ impl Subagent {
                     }
                 }
             }
-            let delay = self.backoff.next();
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                c = control.recv() => match c {
-                    Some(Control::Reload(s, a)) => {
-                        self.apply(s, a);
+            let until = tokio::time::Instant::now() + self.backoff.next();
+            // No master: samples go on (a restart of the master must not hide what happened
+            // meanwhile from the counters), and what they find is dropped.
+            self.drop_notifications();
+            loop {
+                self.alarm.set(
+                    self.agent
+                        .next_sample()
+                        .map(|t| t.max(Instant::now() + Duration::from_millis(10))),
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep_until(until) => break,
+                    _ = self.alarm.rang() => {
+                        if matches!(self.periodic(&mut control).await, Err(End::Shutdown)) {
+                            return;
+                        }
+                        self.drop_notifications();
                     }
-                    Some(Control::Shutdown) | None => return,
-                },
+                    c = control.recv() => match c {
+                        Some(Control::Reload(s, a)) => {
+                            self.apply(s, a);
+                        }
+                        Some(Control::Shutdown) | None => return,
+                    },
+                }
             }
         }
+    }
+
+    /// A sample for notifications, if one is due: the source is read first when a request
+    /// would read it now (the same rule, so that samples keep the view bound and the walk
+    /// contract), then the newest view is compared with the last sample.
+    async fn periodic(&mut self, control: &mut mpsc::Receiver<Control>) -> Result<(), End> {
+        let now = Instant::now();
+        if !self.agent.sample_due(now) {
+            return Ok(());
+        }
+        if self.agent.read_due(now) {
+            self.read_within(READ_WAIT, control).await?;
+        }
+        self.agent.sample(Instant::now());
+        Ok(())
+    }
+
+    /// Notifications due while no master is connected are dropped, and counted.
+    fn drop_notifications(&mut self) {
+        let dropped = self.agent.take_notifications();
+        if !dropped.is_empty() {
+            let names: Vec<&str> = dropped.iter().map(|n| n.kind().name()).collect();
+            tracing::debug!("no master: dropped {}", names.join(", "));
+            self.agent.notifications_dropped(dropped.len() as u64);
+        }
+    }
+
+    /// Sends the notifications due, one Notify PDU each: snmpTrapOID.0 first, then the
+    /// notification's objects. The master's Response is matched in [`Self::on_frame`].
+    async fn send_notifications(
+        &mut self,
+        conn: &Connection,
+        session_id: u32,
+        control: &mut mpsc::Receiver<Control>,
+    ) -> Result<(), End> {
+        let mut due = self.agent.take_notifications();
+        while let Some(n) = due.pop_front() {
+            let ids = self.next_ids(session_id);
+            let mut buf = Vec::new();
+            let varbinds = notification_varbinds(&n);
+            Pdu::with_ids(ids, Payload::Notify { varbinds }).encode(&mut buf);
+            let written = write_watching(
+                conn,
+                &buf,
+                control,
+                &mut self.deferred_reload,
+                &mut self.stop_by,
+            )
+            .await;
+            if let Err(end) = written {
+                // The connection is gone (or going): the rest cannot be sent.
+                self.agent.notifications_dropped(due.len() as u64 + 1);
+                return Err(end);
+            }
+            self.agent.notifications_sent(1);
+            tracing::debug!("sent {} (packet {})", n.kind().name(), ids.packet_id);
+            if self.notifies.len() == NOTIFIES_TRACKED {
+                self.notifies.pop_front();
+            }
+            self.notifies.push_back((ids.packet_id, n.kind()));
+        }
+        Ok(())
+    }
+
+    /// The master's Response to one of our Notifies: a refusal is logged.
+    fn notify_answered(&mut self, packet_id: u32, error: ResError) -> bool {
+        let Some(pos) = self.notifies.iter().position(|(p, _)| *p == packet_id) else {
+            return false;
+        };
+        let (_, kind) = self.notifies.remove(pos).expect("found above");
+        if error != ResError::NO_ERROR {
+            match self.refusals.should_log(Instant::now()) {
+                Some(0) => tracing::warn!("the master refused {}: {error}", kind.name()),
+                Some(n) => tracing::warn!(
+                    "the master refused {}: {error} ({n} more refusals not logged)",
+                    kind.name()
+                ),
+                None => {}
+            }
+        }
+        true
     }
 
     /// Starts a read of the source and waits for it at most `wait`, next to the control
@@ -403,6 +512,7 @@ impl Subagent {
         // (packetID, deadline) of the Ping in flight.
         let mut ping_pending: Option<(u32, Instant)> = None;
         self.alarm.set(None);
+        self.notifies.clear();
         loop {
             // A reload that came in during a write.
             if let Some((s, a)) = self.deferred_reload.take() {
@@ -417,6 +527,11 @@ impl Subagent {
             // With Pings on, the periodic work rides on their alarm: expired walk state is
             // no longer honoured anyway, and an idle daemon should wake only to Ping.
             let wake = ping_wake.or_else(|| self.agent.next_tick());
+            // Samples for notifications ride on the same alarm.
+            let wake = match (wake, self.agent.next_sample()) {
+                (Some(w), Some(s)) => Some(w.min(s)),
+                (w, s) => w.or(s),
+            };
             // The Ping deadlines move only on Ping events, so the alarm follows them. The
             // walk-state expiry (the alarm's only job with Pings off) moves a little later
             // with every request of a walk: then only an earlier deadline moves the alarm,
@@ -424,7 +539,7 @@ impl Subagent {
             if let Some(w) = wake {
                 let moved = match self.alarm.armed() {
                     None => true,
-                    Some(a) if ping_wake.is_some() => w != a,
+                    Some(a) if ping_wake.is_some() || self.agent.next_sample().is_some() => w != a,
                     Some(a) => w < a,
                 };
                 if moved {
@@ -444,6 +559,14 @@ impl Subagent {
                         Err(End::Shutdown) => return self.shut_down(&conn, session_id).await,
                         Err(end) => return end,
                     }
+                    // A request's read may have changed memSourceStatus.
+                    if self.agent.has_notifications() {
+                        match self.send_notifications(&conn, session_id, control).await {
+                            Ok(()) => {}
+                            Err(End::Shutdown) => return self.shut_down(&conn, session_id).await,
+                            Err(end) => return end,
+                        }
+                    }
                 }
                 r = async {
                     match self.late_read.as_mut() {
@@ -453,8 +576,24 @@ impl Subagent {
                 }, if self.late_read.is_some() => {
                     self.late_read = None;
                     self.finish_read(r);
+                    if self.agent.has_notifications() {
+                        match self.send_notifications(&conn, session_id, control).await {
+                            Ok(()) => {}
+                            Err(End::Shutdown) => return self.shut_down(&conn, session_id).await,
+                            Err(end) => return end,
+                        }
+                    }
                 }
                 _ = self.alarm.rang() => {
+                    let mut sampled = self.periodic(control).await;
+                    if sampled.is_ok() {
+                        sampled = self.send_notifications(&conn, session_id, control).await;
+                    }
+                    match sampled {
+                        Ok(()) => {}
+                        Err(End::Shutdown) => return self.shut_down(&conn, session_id).await,
+                        Err(end) => return end,
+                    }
                     let now = Instant::now();
                     self.agent.tick(now);
                     if let Some((_, d)) = ping_pending {
@@ -517,6 +656,9 @@ impl Subagent {
             Payload::Response {
                 sys_uptime, error, ..
             } => {
+                if self.notify_answered(pdu.ids.packet_id, *error) {
+                    return Ok(());
+                }
                 if let Some((id, _)) = *ping_pending {
                     if id == pdu.ids.packet_id {
                         *ping_pending = None;

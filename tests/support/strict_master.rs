@@ -556,7 +556,7 @@ impl Model {
     pub fn new(rows: &[Row], source_name: &str) -> Model {
         let mut e: Vec<(Vec<u32>, Exp)> = Vec::new();
         // memstatDaemon scalars, R.1.1.N.0.
-        let scalars: [Exp; 9] = [
+        let scalars: [Exp; 11] = [
             Exp::TypeOf(67),
             Exp::StrLen(11),
             Exp::TypeOf(66),
@@ -566,6 +566,8 @@ impl Model {
             Exp::Is(V::Str(source_name.as_bytes().to_vec())),
             Exp::Is(V::Int(1)),
             Exp::Is(V::Str(Vec::new())),
+            Exp::Is(V::C64(0)),
+            Exp::Is(V::C64(0)),
         ];
         for (i, x) in scalars.into_iter().enumerate() {
             e.push((r(&[1, 1, i as u32 + 1, 0]), x));
@@ -664,7 +666,7 @@ impl Model {
         if let Some((_, x)) = self.entries.iter().find(|(o, _)| o.as_slice() == oid) {
             return x.clone();
         }
-        let objects: Vec<Vec<u32>> = (1..=9)
+        let objects: Vec<Vec<u32>> = (1..=11)
             .map(|n| r(&[1, 1, n]))
             .chain((2..=24).map(|c| r(&[1, 2, 1, c])))
             .chain((2..=4).map(|c| r(&[1, 3, 1, c])))
