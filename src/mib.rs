@@ -1216,10 +1216,10 @@ mod tests {
         assert_eq!(instances, (0..v.instance_count()).collect::<Vec<_>>());
         assert_eq!(v.instance_of(&col(13, &[3])), None, "absent cell");
         assert_eq!(v.instance_of(&col(5, &[3, 1])), None, "no such instance");
-        // 9 scalars, 2 rows with 20 + 20 present type cells... count exactly:
+        // 11 scalars, 2 rows with 20 + 20 present type cells... count exactly:
         // a: name, alloc, ordinal, size, allocs, disc = 6; b: name, alloc, ordinal, size, disc = 5
         // cpu: allocs 2, frees 2, cache 1; alloc table: 2 allocators × typecount + uma none...
-        assert_eq!(n, 9 + 6 + 5 + 5 + 2);
+        assert_eq!(n, 11 + 6 + 5 + 5 + 2);
     }
 
     #[test]
