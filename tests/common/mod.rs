@@ -95,6 +95,11 @@ impl Snmpd {
     /// Like [`Snmpd::start`], with the `agentXPerms` arguments given (e.g. to let an
     /// unprivileged daemon reach the socket).
     pub fn start_with_perms(dir: &Path, transport: Transport, perms: &str) -> Snmpd {
+        Snmpd::start_with_conf(dir, transport, perms, "")
+    }
+
+    /// Like [`Snmpd::start`], with `extra` lines in snmpd.conf (e.g. `trap2sink`).
+    pub fn start_with_conf(dir: &Path, transport: Transport, perms: &str, extra: &str) -> Snmpd {
         require_tool("/usr/sbin/snmpd");
         let port = free_port();
         let (listen, agentx) = match transport {
@@ -115,7 +120,8 @@ impl Snmpd {
                  agentXSocket {listen}\n\
                  agentXPerms {perms}\n\
                  rwcommunity public 127.0.0.1\n\
-                 dontLogTCPWrappersConnects yes\n"
+                 dontLogTCPWrappersConnects yes\n\
+                 {extra}\n"
             ),
         )
         .unwrap();
@@ -485,5 +491,147 @@ pub fn eventually(
             daemon.log_text()
         );
         std::thread::sleep(every);
+    }
+}
+
+/// A private snmptrapd on 127.0.0.1 at a free UDP port, logging each notification it
+/// receives as one line of its log file: `NOTIFICATION ` and the varbinds (numeric OIDs),
+/// separated by tabs.
+pub struct Snmptrapd {
+    child: Option<Child>,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+/// One notification as snmptrapd logged it.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// The value of snmpTrapOID.0.
+    pub trap_oid: String,
+    /// Every varbind, sysUpTime.0 and snmpTrapOID.0 included.
+    pub varbinds: Vec<Line>,
+}
+
+impl Received {
+    /// The value of the varbind named `oid`.
+    pub fn value(&self, oid: &str) -> Option<&str> {
+        self.varbinds
+            .iter()
+            .find(|l| l.oid == oid)
+            .map(|l| l.value.as_str())
+    }
+}
+
+impl Snmptrapd {
+    /// Starts snmptrapd in `dir` (its files are named after `name`) and waits until it
+    /// listens.
+    pub fn start(dir: &Path, name: &str) -> Snmptrapd {
+        require_tool("/usr/sbin/snmptrapd");
+        let port = free_port();
+        let conf = dir.join(format!("{name}.conf"));
+        std::fs::write(
+            &conf,
+            "disableAuthorization yes\nformat print2 NOTIFICATION %v\\n\n",
+        )
+        .unwrap();
+        let log = dir.join(format!("{name}.log"));
+        let child = Command::new("/usr/sbin/snmptrapd")
+            .args([
+                "-f",
+                "-C",
+                "-n",
+                "-On",
+                "-Oe",
+                "-m",
+                "",
+                "-M",
+                "/dev/null",
+                "-c",
+            ])
+            .arg(&conf)
+            .arg("-Lf")
+            .arg(&log)
+            .arg("-p")
+            .arg(dir.join(format!("{name}.pid")))
+            .arg(format!("udp:127.0.0.1:{port}"))
+            .env("SNMP_PERSISTENT_DIR", dir.join(format!("{name}-persist")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start snmptrapd");
+        let t = Snmptrapd {
+            child: Some(child),
+            port,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&t.log)
+            .unwrap_or_default()
+            .contains("NET-SNMP version")
+        {
+            assert!(Instant::now() < deadline, "snmptrapd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        t
+    }
+
+    /// Every notification logged so far, in order.
+    pub fn received(&self) -> Vec<Received> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("NOTIFICATION "))
+            .map(|l| {
+                let varbinds = parse_lines(&l.replace('\t', "\n"));
+                let trap_oid = varbinds
+                    .iter()
+                    .find(|v| v.oid == ".1.3.6.1.6.3.1.1.4.1.0")
+                    .map(|v| v.value.clone())
+                    .unwrap_or_default();
+                Received { trap_oid, varbinds }
+            })
+            .collect()
+    }
+
+    /// The notifications of type `trap_oid` logged so far.
+    pub fn of_type(&self, trap_oid: &str) -> Vec<Received> {
+        self.received()
+            .into_iter()
+            .filter(|r| r.trap_oid == trap_oid)
+            .collect()
+    }
+
+    /// Waits up to `within` until at least `n` notifications of type `trap_oid` were
+    /// logged, and returns them; fails the test with `context` otherwise.
+    pub fn wait_for(
+        &self,
+        trap_oid: &str,
+        n: usize,
+        within: Duration,
+        context: &str,
+    ) -> Vec<Received> {
+        let deadline = Instant::now() + within;
+        loop {
+            let got = self.of_type(trap_oid);
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{n} x {trap_oid} not received within {within:?} (got {}):\n{}\n{context}",
+                got.len(),
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Snmptrapd {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
