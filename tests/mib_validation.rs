@@ -6,6 +6,10 @@
 //! - Drift: every OBJECT-TYPE of the MIB file and every entry of `mib::object_defs()` must
 //!   agree on name, numeric OID, SMI base type and access, both as this file's own parser
 //!   reads the MIB text and as net-snmp reads it.
+//! - Notifications: every NOTIFICATION-TYPE of the MIB file and every
+//!   `mib::NotificationType` agree on name, OID and OBJECTS (as net-snmp reads them), the
+//!   NOTIFICATION-GROUP lists them all, and the varbinds the daemon sends name those objects
+//!   in that order, after snmpTrapOID.0.
 //!
 //! The IETF base modules (SNMPv2-SMI, SNMPv2-TC, SNMPv2-CONF, SNMP-FRAMEWORK-MIB) come from
 //! `scripts/fetch-base-mibs`, which unpacks Debian's erlang-snmp package into
@@ -14,7 +18,12 @@
 //! skips the script. The tools (smilint from smitools, snmptranslate from net-snmp's snmp
 //! package) are required: a missing tool fails the test with a message saying what to install.
 
-use memstat_agentx::mib::{object_defs, Access, ObjectDef, Syntax, MEMSTAT_MIB_ROOT};
+use memstat_agentx::memstat::Allocator;
+use memstat_agentx::mib::{
+    notification_varbinds, object_defs, Access, Notification, NotificationType, NotifiedRow,
+    ObjectDef, Syntax, MEMSTAT_MIB_ROOT, SNMP_TRAP_OID_0,
+};
+use memstat_agentx::value::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fmt;
@@ -939,5 +948,194 @@ END
             syntax: Syntax::Counter64,
             access: Access::ReadOnly,
         }
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Notifications
+// ---------------------------------------------------------------------------------------
+
+/// A notification of each type, as the daemon would send it.
+fn sample_notification(t: NotificationType) -> Notification {
+    let row = NotifiedRow {
+        index: 7,
+        name: "mbuf".into(),
+        allocator: Allocator::Uma,
+    };
+    match t {
+        NotificationType::AllocFailure => Notification::AllocFailure {
+            row,
+            failures: 9,
+            increase: 2,
+        },
+        NotificationType::LimitNearing => Notification::LimitNearing {
+            row,
+            usage: 95,
+            limit: 100,
+        },
+        NotificationType::LimitCleared => Notification::LimitCleared {
+            row,
+            usage: 80,
+            limit: 100,
+        },
+        NotificationType::SourceStale => Notification::SourceStale {
+            source: "fixture:/x".into(),
+            error: "gone".into(),
+        },
+        NotificationType::SourceRecovered => Notification::SourceRecovered {
+            source: "fixture:/x".into(),
+        },
+        NotificationType::Suppressed => Notification::Suppressed { count: 3 },
+    }
+}
+
+/// Differences between the code's notifications and the MIB file in `dir`, one line each.
+fn notification_drift(dir: &Path) -> Vec<String> {
+    let src = std::fs::read_to_string(dir.join("MEMSTAT-MIB.txt")).unwrap();
+    let toks = tokenize(&src);
+    let in_text: BTreeSet<String> = toks
+        .windows(2)
+        .filter_map(|w| match (&w[0], word(Some(&w[1]))) {
+            (Tok::Word(n), Some("NOTIFICATION-TYPE")) if n.starts_with(char::is_lowercase) => {
+                Some(n.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let in_code: BTreeSet<String> = NotificationType::ALL
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    let mut out = Vec::new();
+    for n in in_text.difference(&in_code) {
+        out.push(format!(
+            "{n} is a NOTIFICATION-TYPE of the MIB text but not in the code"
+        ));
+    }
+    for n in in_code.difference(&in_text) {
+        out.push(format!(
+            "{n} is in the code but not a NOTIFICATION-TYPE of the MIB text"
+        ));
+    }
+    // The NOTIFICATION-GROUP names every notification.
+    let group: BTreeSet<String> = toks
+        .iter()
+        .position(|t| word(Some(t)) == Some("NOTIFICATIONS"))
+        .map(|p| {
+            toks[p + 1..]
+                .iter()
+                .take_while(|t| **t != Tok::Punct("}"))
+                .filter_map(|t| word(Some(t)).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    if group != in_text {
+        out.push(format!(
+            "the NOTIFICATION-GROUP lists {group:?}, the MIB text defines {in_text:?}"
+        ));
+    }
+    let defs = object_defs();
+    for t in NotificationType::ALL {
+        let name = t.name();
+        let (ok, text, stderr) = snmptranslate(dir, &["-Td", "-On", &format!("{MODULE}::{name}")]);
+        if !ok {
+            out.push(format!("net-snmp does not know {name}: {}", stderr.trim()));
+            continue;
+        }
+        let oid = text.lines().next().unwrap_or("").trim().to_string();
+        if oid != format!(".{}", oid_str(&t.oid().0)) {
+            out.push(format!(
+                "{name}: OID {} in code, {oid} in net-snmp's reading",
+                oid_str(&t.oid().0)
+            ));
+        }
+        let objects: Vec<String> = text
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("OBJECTS"))
+            .map(|l| {
+                l.trim()
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .split(',')
+                    .map(|o| o.trim().to_string())
+                    .filter(|o| !o.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if objects != t.objects() {
+            out.push(format!(
+                "{name}: OBJECTS {:?} in code, {objects:?} in net-snmp's reading",
+                t.objects()
+            ));
+        }
+        // The varbinds sent: snmpTrapOID.0 = the notification's OID, then one instance of
+        // each object, in order, never an object the agent serves for reading only.
+        let vbs = notification_varbinds(&sample_notification(t));
+        if vbs.first().map(|v| (v.name.0.as_slice(), &v.value))
+            != Some((SNMP_TRAP_OID_0, &Value::ObjectIdentifier(t.oid())))
+        {
+            out.push(format!(
+                "{name}: the first varbind is not snmpTrapOID.0 = {name}"
+            ));
+        }
+        let named: Vec<&str> = vbs[1..]
+            .iter()
+            .map(|v| {
+                defs.iter()
+                    .find(|d| v.name.0.starts_with(&d.oid) && v.name.0.len() == d.oid.len() + 1)
+                    .map_or("?", |d| d.name)
+            })
+            .collect();
+        if named != t.objects() {
+            out.push(format!(
+                "{name}: the daemon sends {named:?}, the OBJECTS clause is {:?}",
+                t.objects()
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn code_and_mib_file_define_the_same_notifications() {
+    let problems = notification_drift(&mib_dir());
+    assert!(
+        problems.is_empty(),
+        "src/mib.rs and {MIB_FILE} disagree on notifications:\n  {}",
+        problems.join("\n  ")
+    );
+    assert_eq!(
+        translate_numeric("memstatNotifications"),
+        format!(".{}.0", oid_str(MEMSTAT_MIB_ROOT))
+    );
+}
+
+/// The notification drift check notices an object dropped from an OBJECTS clause and a
+/// notification renumbered in the MIB.
+#[test]
+fn notification_drift_catches_changes() {
+    let src = std::fs::read_to_string(repo().join(MIB_FILE)).unwrap();
+    let changed = src
+        .replacen(
+            "        memTypeFailures,\n        memNotifyFailureIncrease\n",
+            "        memTypeFailures\n",
+            1,
+        )
+        .replacen(
+            "::= { memstatNotifications 5 }",
+            "::= { memstatNotifications 9 }",
+            1,
+        );
+    assert_ne!(src, changed);
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("MEMSTAT-MIB.txt"), &changed).unwrap();
+    let joined = notification_drift(tmp.path()).join("\n");
+    assert!(
+        joined.contains("memTypeAllocFailure: OBJECTS"),
+        "a dropped object went unnoticed:\n{joined}"
+    );
+    assert!(
+        joined.contains("memSourceRecovered: OID"),
+        "a renumbered notification went unnoticed:\n{joined}"
     );
 }

@@ -229,7 +229,7 @@ fn a_thousand_rows_failing_at_once_are_capped_with_a_summary() {
     let rows = |f: u64| -> Vec<MemoryType> {
         (0..1000)
             .map(|i| {
-                let mut t = MemoryType::new(Allocator::Uma, &format!("zone{i:04}"));
+                let mut t = MemoryType::new(Allocator::Uma, format!("zone{i:04}"));
                 t.failures = Some(f);
                 t
             })
