@@ -348,7 +348,8 @@ fn cacti_data_query_names_the_right_objects_and_polls_by_multi_oid_get() {
     assert_eq!(rows, expected_rows);
 
     // Poll: every output field of three rows (2, 3: full UMA rows; 5: a sparse slab row)
-    // in one Get request, as Cacti batches them (up to 60 OIDs per request).
+    // in one Get request, as spine batches them (up to 60 OIDs per request; cmd.php sends
+    // one OID per Get).
     let outputs: Vec<(String, String)> = fields
         .iter()
         .filter(|f| f["direction"] == "output")
