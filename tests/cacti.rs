@@ -626,6 +626,9 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
         assert_rrds_hold_their_rows(&cacti, &types, &format!("{collector} after the restart"));
         types = fixture(3);
         write_fixture(&fix, types.clone());
+        // Let the daemon's uptime grow well past what it will be at the next poll, so that
+        // the fall at the restart is unmistakable whatever the load.
+        std::thread::sleep(Duration::from_secs(2));
         daemon.restart(port);
     }
     drop(cacti);
