@@ -46,6 +46,16 @@ fn negated(key: &str) -> &'static str {
     Box::leak(format!("no-{key}").into_boxed_str())
 }
 
+/// "Do not register ..." for "Register ...".
+fn negated_help(summary: &str) -> String {
+    let mut chars = summary.chars();
+    let first = chars
+        .next()
+        .map(|c| c.to_lowercase().to_string())
+        .unwrap_or_default();
+    format!("Do not {first}{}", chars.as_str())
+}
+
 impl Args for SettingArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         let config = Arg::new("config")
@@ -69,7 +79,7 @@ impl Args for SettingArgs {
                         Arg::new(no)
                             .long(no)
                             .action(ArgAction::SetTrue)
-                            .help("The opposite of the option above")
+                            .help(negated_help(s.summary()))
                             .overrides_with(s.key),
                     )
                 }
@@ -287,21 +297,19 @@ fn check_config(
     warnings: &mut Vec<String>,
 ) -> Result<Config, String> {
     let cfg = args.load().map_err(|e| e.to_string())?;
-    logging::check_target(cfg.log_target)?;
     let started_as = run_as
         .map(|u| privdrop::lookup_user(u).map_err(|e| format!("--run-as: {e}")))
         .transpose()?;
-    // The source is opened by the starting user, then read by the user run switches to.
-    let read_problem = match &started_as {
-        Some(user) => privdrop::in_child_as(user, || rehearse_source(&cfg))?,
-        None => rehearse_source(&cfg)?,
+    // What run does as the user that starts it; a child takes that identity when it is not
+    // ours (root may be started as root: nothing to switch).
+    let euid = privdrop::effective_uid();
+    let found = match &started_as {
+        Some(user) if user.uid != euid && user.uid != 0 => {
+            privdrop::in_child_as(user, || rehearse_start(&cfg))?
+        }
+        _ => rehearse_start(&cfg)?,
     };
-    warnings.extend((!read_problem.is_empty()).then_some(read_problem));
-    let final_uid = match (&cfg.user, &started_as) {
-        (Some(user), _) | (None, Some(user)) => user.uid,
-        (None, None) => privdrop::effective_uid(),
-    };
-    rehearse_state_dir(&cfg, final_uid, warnings)?;
+    warnings.extend(found.lines().map(String::from));
     if let memstat_agentx::agentx::session::MasterAddr::Unix(path) = &cfg.agentx_socket {
         if !path.exists() {
             warnings.push(format!(
@@ -313,49 +321,63 @@ fn check_config(
     Ok(cfg)
 }
 
-/// Opens the source as run does before any switch of user (an error is run's error), then
-/// reads it once as the user run switches to: a failed read is returned as a warning, since
-/// run then serves memSourceStatus error(3) until a read works.
-fn rehearse_source(cfg: &Config) -> Result<String, String> {
+/// As the starting user, what run does before it switches: connect to syslog and open the
+/// source (an error is run's error). Then, as the user run switches to, what it does after:
+/// read the source once and look at the state directory. Returns the warnings, a line each.
+fn rehearse_start(cfg: &Config) -> Result<String, String> {
+    logging::check_target(cfg.log_target)?;
     let mut source = Source::open(&cfg.source).map_err(|e| e.to_string())?;
-    let mut read = move || {
-        Ok(match source.read() {
-            Ok(_) => String::new(),
-            Err(e) => format!("{e}: run would serve memSourceStatus error(3) until a read works"),
-        })
+    // Root with a user first gives the directory to that user: only its mode can be wrong,
+    // and its files are read here, as they will be the user's.
+    let given_away = cfg.user.is_some() && privdrop::is_root();
+    let mut found = match given_away {
+        true => rehearse_state_dir(cfg, None)?,
+        false => Vec::new(),
+    };
+    let mut after_switch = move || {
+        if let Err(e) = source.read() {
+            found.push(format!(
+                "{e}: run would serve memSourceStatus error(3) until a read works"
+            ));
+        }
+        if !given_away {
+            found.extend(rehearse_state_dir(cfg, Some(privdrop::effective_uid()))?);
+        }
+        Ok(found.join("\n"))
     };
     match &cfg.user {
-        Some(user) => privdrop::in_child_as(user, read),
-        None => read(),
+        Some(user) => privdrop::in_child_as(user, after_switch),
+        None => after_switch(),
     }
 }
 
-/// The state directory as run will find it, for the user run ends up as (`uid`).
-fn rehearse_state_dir(cfg: &Config, uid: u32, warnings: &mut Vec<String>) -> Result<(), String> {
+/// The state directory as run finds it, for the user `owner` run runs as (`None`: whoever
+/// owns it, as run makes it the user's): the warnings of what would keep run from persisting
+/// its indexes there (it then serves with indexes in memory). A state file that must not be
+/// rebuilt is an error, as run refuses it.
+fn rehearse_state_dir(cfg: &Config, owner: Option<u32>) -> Result<Vec<String>, String> {
     let dir = &cfg.state_dir;
-    let Ok(meta) = std::fs::metadata(dir) else {
-        warnings.push(format!("{} does not exist: run creates it", dir.display()));
-        return Ok(());
+    let not_persisted =
+        |e: String| format!("{e}: run would serve, but its indexes would not survive a restart");
+    let meta = match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(vec![format!(
+                "{} does not exist: run creates it",
+                dir.display()
+            )])
+        }
+        Err(e) => return Ok(vec![not_persisted(format!("{}: {e}", dir.display()))]),
+        Ok(meta) => meta,
     };
-    // Started as root with a user, run first gives the directory to that user.
-    let uid = match cfg.user {
-        Some(_) if privdrop::is_root() => std::os::unix::fs::MetadataExt::uid(&meta),
-        _ => uid,
-    };
-    if let Err(e) = statedir::check_owner(dir, uid) {
-        warnings.push(format!(
-            "{e}: run would serve, but its indexes would not survive a restart"
-        ));
-        return Ok(());
+    let owner = owner.unwrap_or_else(|| std::os::unix::fs::MetadataExt::uid(&meta));
+    if let Err(e) = statedir::check_owner(dir, owner) {
+        return Ok(vec![not_persisted(e)]);
     }
     let (_, problems) = StableIndexes::load(dir);
-    for problem in problems {
-        if problem.is_fatal() {
-            return Err(problem.to_string());
-        }
-        warnings.push(problem.to_string());
+    if let Some(fatal) = problems.iter().find(|p| p.is_fatal()) {
+        return Err(fatal.to_string());
     }
-    Ok(())
+    Ok(problems.iter().map(ToString::to_string).collect())
 }
 
 /// The index state, and what keeps the state directory in use by this daemon.
@@ -410,7 +432,13 @@ fn open_state(dir: &Path) -> Result<State, String> {
     })
 }
 
-fn run(args: SettingArgs) -> Result<(), String> {
+fn run(mut args: SettingArgs) -> Result<(), String> {
+    // Until the handler is installed, a SIGHUP (a reload sent during a slow start) would
+    // end the daemon: it is ignored instead.
+    memstat_agentx::process::ignore_hangups();
+    // The file is chosen once: if the default file later vanishes, a reload is refused
+    // rather than falling back to the defaults.
+    args.config = args.config_path();
     let cfg = args.load().map_err(|e| e.to_string())?;
     logging::init(cfg.log_target, cfg.log_level)?;
     let (session_cfg, agent_settings) = session_config(&cfg);
@@ -419,8 +447,13 @@ fn run(args: SettingArgs) -> Result<(), String> {
     // open) before dropping to the configured user. The state directory is made ours.
     let source = Source::open(&cfg.source).map_err(|e| e.to_string())?;
     if let Some(user) = &cfg.user {
-        prepare_state_dir(&cfg.state_dir)?;
-        privdrop::chown_to_user(&cfg.state_dir, user)?;
+        // A directory that cannot be made the user's is not fatal: open_state below then
+        // finds it unusable and the daemon serves without persisting, as check-config says.
+        let given = prepare_state_dir(&cfg.state_dir)
+            .and_then(|()| privdrop::chown_to_user(&cfg.state_dir, user));
+        if let Err(e) = given {
+            tracing::warn!("{e}");
+        }
         // Before the runtime exists: a set*id call changes only the calling thread.
         privdrop::drop_privileges(user)?;
         tracing::info!("running as user {}", user.name);

@@ -219,16 +219,21 @@ pub fn in_child_as(
     /// The most of the child's message the parent reads (a pipe holds at least 4 KiB).
     const MESSAGE_CAP: u64 = 4096;
     let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: fds has room for the two descriptors pipe writes.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        return Err(os_err("pipe"));
+    // SAFETY: fds has room for the two descriptors pipe2 writes. Close-on-exec, so that no
+    // program a check might start inherits them.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_err("pipe2"));
     }
     // SAFETY: the caller is single-threaded, so the child may run ordinary code; it ends with
     // _exit, never returning into the parent's frames.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        // SAFETY: fds[1] is the pipe's write end, owned by the child alone from here on.
-        let mut out = unsafe { std::fs::File::from_raw_fd(fds[1]) };
+        // SAFETY: fds[0] is the read end, which the child does not use; fds[1] is the write
+        // end, owned by the child alone from here on.
+        let mut out = unsafe {
+            libc::close(fds[0]);
+            std::fs::File::from_raw_fd(fds[1])
+        };
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             drop_privileges(account).and_then(|()| f())
         }))
