@@ -527,7 +527,8 @@ impl Subagent {
             // With Pings on, the periodic work rides on their alarm: expired walk state is
             // no longer honoured anyway, and an idle daemon should wake only to Ping.
             let wake = ping_wake.or_else(|| self.agent.next_tick());
-            // Samples for notifications ride on the same alarm.
+            // Samples for notifications ride on the same alarm. Their deadline moves only
+            // when a sample is taken, which is when the alarm has just rung (and is unarmed).
             let wake = match (wake, self.agent.next_sample()) {
                 (Some(w), Some(s)) => Some(w.min(s)),
                 (w, s) => w.or(s),
@@ -539,7 +540,7 @@ impl Subagent {
             if let Some(w) = wake {
                 let moved = match self.alarm.armed() {
                     None => true,
-                    Some(a) if ping_wake.is_some() || self.agent.next_sample().is_some() => w != a,
+                    Some(a) if ping_wake.is_some() => w != a,
                     Some(a) => w < a,
                 };
                 if moved {
