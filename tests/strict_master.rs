@@ -354,7 +354,7 @@ fn get_no_such_object_versus_no_such_instance() {
         r(&[1, 2, 1]),
         r(&[1, 2]),
         r(&[1, 1]),
-        r(&[1, 1, 10, 0]),
+        r(&[1, 1, 12, 0]),
         ROOT.to_vec(),
         r(&[9, 1]),
         vec![1, 3, 6, 1, 2, 1, 1, 3, 0],
