@@ -541,3 +541,160 @@ fn the_repetitions_of_one_request_share_a_snapshot_even_when_it_is_no_walk() {
     r.get_next(&cur);
     assert_eq!(r.agent.walk_stats().continued, before.continued);
 }
+
+/// memSourceStale when a refresh fails after a good one, memSourceRecovered when one succeeds
+/// again; the switch turns both off. With sampling off, no sample is ever due.
+#[test]
+fn source_state_changes_queue_notifications() {
+    let mut r = Rig::new(100, 1000);
+    assert_eq!(r.agent.next_sample(), None, "watch-interval 0: never");
+    let now = r.now;
+    r.agent.read_started(now);
+    r.agent.read_finished(r.kernel.types(), now);
+    assert!(
+        !r.agent.has_notifications(),
+        "the first good read is no change"
+    );
+    let gone = || {
+        Err(SourceError::Unavailable {
+            message: "gone".into(),
+        })
+    };
+    r.agent.read_started(now);
+    r.agent.read_finished(gone(), now);
+    r.agent.read_started(now);
+    r.agent.read_finished(gone(), now);
+    let n: Vec<_> = r.agent.take_notifications().into_iter().collect();
+    assert_eq!(
+        n,
+        [Notification::SourceStale {
+            source: "test".into(),
+            error: "gone".into()
+        }],
+        "one per change"
+    );
+    r.agent.read_started(now);
+    r.agent.read_finished(r.kernel.types(), now);
+    let n: Vec<_> = r.agent.take_notifications().into_iter().collect();
+    assert_eq!(
+        n,
+        [Notification::SourceRecovered {
+            source: "test".into()
+        }]
+    );
+    // An overdue read makes the source stale too, and its late result recovers it.
+    r.agent.read_started(now);
+    r.agent.read_overdue(now + Duration::from_millis(800));
+    r.agent
+        .read_finished(r.kernel.types(), now + Duration::from_secs(1));
+    let kinds: Vec<_> = r
+        .agent
+        .take_notifications()
+        .iter()
+        .map(Notification::kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            mib::NotificationType::SourceStale,
+            mib::NotificationType::SourceRecovered
+        ]
+    );
+    let mut off = r.agent.settings();
+    off.notify.source = false;
+    r.agent.set_settings(off);
+    r.agent.read_started(now);
+    r.agent.read_finished(gone(), now);
+    assert!(!r.agent.has_notifications(), "notify-source off");
+    assert_eq!(r.agent.status(now).notifications_sent, 0);
+    r.agent.notifications_dropped(2);
+    r.agent.notifications_sent(3);
+    let st = r.agent.status(now);
+    assert_eq!((st.notifications_sent, st.notifications_dropped), (3, 2));
+}
+
+/// Samples are due at the watch interval, take the newest view, and never read by
+/// themselves (the session reads first when `read_due` says so).
+#[test]
+fn samples_follow_the_interval_and_compare_views() {
+    let mut r = Rig::new(100, 1000);
+    let mut s = r.agent.settings();
+    s.notify.interval = Duration::from_secs(1);
+    s.notify.holdoff = Duration::ZERO;
+    r.agent.set_settings(s);
+    let t0 = r.t0;
+    assert_eq!(r.agent.next_sample(), Some(t0 + Duration::from_secs(1)));
+    assert!(!r.agent.sample_due(t0 + Duration::from_millis(999)));
+    assert!(r.agent.sample_due(t0 + Duration::from_secs(1)));
+    let read = |r: &mut Rig, at: Instant| {
+        r.agent.read_started(at);
+        let t = r.kernel.types();
+        r.agent.read_finished(t, at);
+    };
+    let t1 = t0 + Duration::from_secs(1);
+    read(&mut r, t1);
+    let reads = r.kernel.reads;
+    r.agent.sample(t1);
+    assert_eq!(r.kernel.reads, reads, "a sample reads nothing itself");
+    assert!(
+        !r.agent.has_notifications(),
+        "the first sample is a baseline"
+    );
+    assert_eq!(r.agent.next_sample(), Some(t1 + Duration::from_secs(1)));
+    // Nothing that the watcher compares changed: nothing due.
+    r.kernel.gen = 2;
+    let t2 = t1 + Duration::from_secs(1);
+    read(&mut r, t2);
+    r.agent.sample(t2);
+    assert!(!r.agent.has_notifications());
+}
+
+/// Samples taken the way the session takes them (read first only when `read_due` says so)
+/// while walks go on: every walk still sees one snapshot, and no more than three views live.
+#[test]
+fn samples_keep_the_walk_contract_and_the_view_bound() {
+    let mut r = Rig::new(10, 1000);
+    let mut s = r.agent.settings();
+    s.notify.interval = Duration::from_millis(5);
+    r.agent.set_settings(s);
+    let column = col(9, None);
+    // Three interleaved walks, the source moving on at every step, a sample due at most
+    // steps.
+    let mut walks: Vec<(Oid, Vec<(Oid, Value)>)> = vec![(column.clone(), Vec::new()); 3];
+    let mut samples = 0;
+    for step in 0..400u32 {
+        r.kernel.gen += 1;
+        r.advance(3);
+        let w = (step % 3) as usize;
+        let from = walks[w].0.clone();
+        let got = r.bulk_as_getnexts(&from, 2);
+        if got.is_empty() || !got.last().unwrap().0.starts_with(column.as_slice()) {
+            let done = std::mem::take(&mut walks[w].1);
+            assert_eq!(
+                gens(&done).len(),
+                1,
+                "walk {w} mixed snapshots: {:?}",
+                gens(&done)
+            );
+            walks[w].0 = column.clone();
+            continue;
+        }
+        walks[w].0 = got.last().unwrap().0.clone();
+        walks[w].1.extend(
+            got.into_iter()
+                .filter(|(o, _)| o.starts_with(column.as_slice())),
+        );
+        let now = r.now;
+        if r.agent.sample_due(now) {
+            if r.agent.read_due(now) {
+                r.agent.read_started(now);
+                let t = r.kernel.types();
+                r.agent.read_finished(t, now);
+            }
+            r.agent.sample(now);
+            samples += 1;
+        }
+        assert!(r.agent.live_views() <= walks::MAX_LIVE_VIEWS);
+    }
+    assert!(samples > 100, "{samples} samples");
+}
