@@ -223,6 +223,7 @@ fn generation_types(gen: u64, rows: usize) -> Vec<MemoryType> {
                 allocs: Some(v),
                 frees: Some(v),
                 cache_free: Some(v),
+                ..PerCpu::default()
             }];
             t
         })

@@ -74,6 +74,9 @@ mod tests {
             allocs: Some(5),
             frees: None,
             cache_free: Some(2),
+            bytes_allocated: Some(u64::MAX),
+            bytes_freed: None,
+            size_mask: Some(1 << 63),
         }];
         let s = Snapshot::new(
             7,
