@@ -629,7 +629,7 @@ proptest! {
 fn near_top() -> impl Strategy<Value = u64> {
     prop_oneof![
         3 => (0u64..4096).prop_map(|d| u64::MAX - d),
-        1 => (0u64..4096),
+        1 => 0u64..4096,
         1 => any::<u64>(),
     ]
 }
@@ -714,7 +714,7 @@ proptest! {
     /// reading whose frees ran ahead of its allocations comes out as 0.
     #[test]
     fn malloc_levels_are_exact_across_the_wrap_then_clamped(
-        true_frees in (0u128..(1u128 << 66)),
+        true_frees in 0u128..(1u128 << 66),
         level in prop_oneof![0u64..1000, (0u64..1 << 20).prop_map(|d| (1u64 << 63) - 1 - d)],
         ahead in 1u64..1_000_000,
         split in 0u64..1_000_000,
