@@ -119,7 +119,9 @@ fn main() {
         "compiling the bsnmp layout probe against {} failed",
         dir.display()
     );
-    let o = Command::new(&exe).output().expect("run the bsnmp layout probe");
+    let o = Command::new(&exe)
+        .output()
+        .expect("run the bsnmp layout probe");
     assert!(o.status.success(), "the bsnmp layout probe failed");
     let mut text = String::from_utf8(o.stdout).unwrap();
     text.push_str(&format!(

@@ -86,9 +86,9 @@ impl Daemon {
                 fd_deselect: std::mem::transmute::<*mut c_void, fd_deselect_fn>(sym(
                     c"fd_deselect",
                 )?),
-                timer_start_repeat: std::mem::transmute::<*mut c_void, timer_start_repeat_fn>(
-                    sym(c"timer_start_repeat")?,
-                ),
+                timer_start_repeat: std::mem::transmute::<*mut c_void, timer_start_repeat_fn>(sym(
+                    c"timer_start_repeat",
+                )?),
                 timer_stop: std::mem::transmute::<*mut c_void, timer_stop_fn>(sym(c"timer_stop")?),
                 or_register: std::mem::transmute::<*mut c_void, or_register_fn>(sym(
                     c"or_register",
@@ -119,7 +119,8 @@ impl Host for BsnmpdHost {
     fn watch(&mut self, fd: RawFd) -> Option<usize> {
         // SAFETY: fd_select keeps the callback and fd; the callback is a plain function and
         // the fd stays open until unwatch() is called for it (Master closes after unwatch).
-        let id = unsafe { (self.0.fd_select)(fd, on_readable, std::ptr::null_mut(), self.0.module) };
+        let id =
+            unsafe { (self.0.fd_select)(fd, on_readable, std::ptr::null_mut(), self.0.module) };
         (!id.is_null()).then_some(id as usize)
     }
 
@@ -137,7 +138,12 @@ impl Host for BsnmpdHost {
         let Some(oid) = asn_oid::from_slice(&id.0) else {
             return 0;
         };
-        let mut d: Vec<u8> = descr.iter().copied().filter(|&b| b != 0).take(255).collect();
+        let mut d: Vec<u8> = descr
+            .iter()
+            .copied()
+            .filter(|&b| b != 0)
+            .take(255)
+            .collect();
         d.push(0);
         // SAFETY: both pointers are valid for the call; or_register copies the OID and the
         // string (strlcpy) into its own row.
@@ -180,8 +186,8 @@ impl Host for BsnmpdHost {
         unsafe {
             (self.0.snmp_send_trap)(
                 &trap, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11],
-                p[12], p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20], p[21], p[22],
-                p[23], p[24], p[25], p[26], p[27], p[28], p[29], p[30], p[31], p[32],
+                p[12], p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20], p[21], p[22], p[23],
+                p[24], p[25], p[26], p[27], p[28], p[29], p[30], p[31], p[32],
             )
         };
     }
@@ -278,7 +284,9 @@ fn read_value(sv: &snmp_value) -> Option<Value> {
                 if s.len == 0 || s.octets.is_null() {
                     Value::OctetString(Vec::new())
                 } else {
-                    Value::OctetString(std::slice::from_raw_parts(s.octets, s.len as usize).to_vec())
+                    Value::OctetString(
+                        std::slice::from_raw_parts(s.octets, s.len as usize).to_vec(),
+                    )
                 }
             }
             SNMP_SYNTAX_OID => Value::ObjectIdentifier(Oid(sv.v.oid.as_slice().to_vec())),
@@ -378,7 +386,10 @@ unsafe extern "C" fn op_claim(
                 let Some(v) = read_value(value) else {
                     return SNMP_ERR_WRONG_TYPE;
                 };
-                match s.master.set(VarBind { name: var, value: v }) {
+                match s.master.set(VarBind {
+                    name: var,
+                    value: v,
+                }) {
                     Ok(txn) => {
                         if let Some(sc) = scratch {
                             sc.int1 = txn;
@@ -433,7 +444,10 @@ unsafe extern "C" fn op_config(
                                 SNMP_ERR_NOERROR
                             }
                             Err(e) => {
-                                syslog(libc::LOG_ERR, &format!("agentx: {}: {}", var_name(iidx), e.0));
+                                syslog(
+                                    libc::LOG_ERR,
+                                    &format!("agentx: {}: {}", var_name(iidx), e.0),
+                                );
                                 SNMP_ERR_WRONG_VALUE
                             }
                         };
@@ -447,7 +461,10 @@ unsafe extern "C" fn op_config(
                         SNMP_ERR_NOERROR
                     }
                     Err(e) => {
-                        syslog(libc::LOG_ERR, &format!("agentx: {}: {}", var_name(iidx), e.0));
+                        syslog(
+                            libc::LOG_ERR,
+                            &format!("agentx: {}: {}", var_name(iidx), e.0),
+                        );
                         SNMP_ERR_WRONG_VALUE
                     }
                 }
@@ -476,8 +493,8 @@ fn var_name(subid: u32) -> &'static str {
 }
 
 fn build_tree(claims: &[settings::Claim]) -> Vec<snmp_node> {
-    let node = |oid: &[u32], name: &'static CStr, node_type, syntax, op: snmp_op_t, index| {
-        snmp_node {
+    let node =
+        |oid: &[u32], name: &'static CStr, node_type, syntax, op: snmp_op_t, index| snmp_node {
             oid: asn_oid::from_slice(oid).unwrap_or(asn_oid::empty()),
             name: name.as_ptr(),
             node_type,
@@ -487,25 +504,44 @@ fn build_tree(claims: &[settings::Claim]) -> Vec<snmp_node> {
             index,
             data: std::ptr::null_mut(),
             tree_data: std::ptr::null_mut(),
-        }
-    };
+        };
     let mut tree: Vec<snmp_node> = claims
         .iter()
         .zip(CLAIM_NAMES)
         .enumerate()
-        .map(|(i, (c, name))| node(&c.oid.0, name, SNMP_NODE_COLUMN, c.syntax, op_claim, i as u32))
+        .map(|(i, (c, name))| {
+            node(
+                &c.oid.0,
+                name,
+                SNMP_NODE_COLUMN,
+                c.syntax,
+                op_claim,
+                i as u32,
+            )
+        })
         .collect();
     for v in &VARS {
         let mut oid = CONFIG_ROOT.to_vec();
         oid.push(v.subid);
         // Leaves without SNMP_NODE_CANSET: bsnmpd's config reader sets them; an SNMP SET is
         // refused (a write community must not move the socket).
-        tree.push(node(&oid, v.name, SNMP_NODE_LEAF, v.syntax, op_config, v.subid));
+        tree.push(node(
+            &oid,
+            v.name,
+            SNMP_NODE_LEAF,
+            v.syntax,
+            op_config,
+            v.subid,
+        ));
     }
     tree
 }
 
-unsafe extern "C" fn agentx_init(module: *mut lmodule, argc: c_int, argv: *mut *mut c_char) -> c_int {
+unsafe extern "C" fn agentx_init(
+    module: *mut lmodule,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) -> c_int {
     guarded(1, || {
         let mut args: Vec<String> = Vec::new();
         for i in 0..argc.max(0) as usize {
@@ -529,14 +565,20 @@ unsafe extern "C" fn agentx_init(module: *mut lmodule, argc: c_int, argv: *mut *
         {
             syslog(
                 libc::LOG_ERR,
-                &format!("agentx: claim {} overlaps the module's own variables", c.oid),
+                &format!(
+                    "agentx: claim {} overlaps the module's own variables",
+                    c.oid
+                ),
             );
             return 1;
         }
         let daemon = match Daemon::resolve(module) {
             Ok(d) => d,
             Err(name) => {
-                syslog(libc::LOG_ERR, &format!("agentx: bsnmpd does not export {name}"));
+                syslog(
+                    libc::LOG_ERR,
+                    &format!("agentx: bsnmpd does not export {name}"),
+                );
                 return 1;
             }
         };
@@ -568,7 +610,13 @@ unsafe extern "C" fn agentx_start() {
             s.master.listen();
             // SAFETY: a plain callback and our module handle; stopped in fini.
             let t = unsafe {
-                (s.daemon.timer_start_repeat)(100, 100, on_timer, std::ptr::null_mut(), s.daemon.module)
+                (s.daemon.timer_start_repeat)(
+                    100,
+                    100,
+                    on_timer,
+                    std::ptr::null_mut(),
+                    s.daemon.module,
+                )
             };
             s.timer = t as usize;
         });
@@ -629,7 +677,8 @@ unsafe impl Sync for ModuleConfig {}
 #[allow(non_upper_case_globals)]
 #[no_mangle]
 pub static config: ModuleConfig = ModuleConfig(UnsafeCell::new(snmp_module {
-    comment: c"AgentX (RFC 2741) master: serves the claimed subtrees from AgentX subagents".as_ptr(),
+    comment: c"AgentX (RFC 2741) master: serves the claimed subtrees from AgentX subagents"
+        .as_ptr(),
     init: Some(agentx_init),
     fini: Some(agentx_fini),
     idle: Some(agentx_idle),

@@ -9,8 +9,8 @@
 use crate::registry::{Interval, RegisterError, Registry, SessionId};
 use crate::settings::{Claim, Settings};
 use memstat_agentx::agentx::pdu::{
-    CloseReason, Header, HeaderIds, Payload, Pdu, PduType, ResError, SearchRange, Value,
-    VarBind, HEADER_LEN,
+    CloseReason, Header, HeaderIds, Payload, Pdu, PduType, ResError, SearchRange, Value, VarBind,
+    HEADER_LEN,
 };
 use memstat_agentx::oid::Oid;
 use std::collections::{HashMap, VecDeque};
@@ -316,10 +316,7 @@ impl Master {
                 Ok(l) => self.add_listener(ListenerKind::Tcp(l)),
                 Err(e) => self.log(
                     libc::LOG_ERR,
-                    &format!(
-                        "cannot listen on 127.0.0.1:{}: {e}",
-                        self.settings.tcp_port
-                    ),
+                    &format!("cannot listen on 127.0.0.1:{}: {e}", self.settings.tcp_port),
                 ),
             }
         }
@@ -866,7 +863,10 @@ impl Master {
             }
             let c = self.conns.get_mut(&fd).ok_or(RequestError::Closed)?;
             let mut chunk = [0u8; 16384];
-            let got = c.stream.set_timeouts(left).and_then(|_| c.stream.read(&mut chunk));
+            let got = c
+                .stream
+                .set_timeouts(left)
+                .and_then(|_| c.stream.read(&mut chunk));
             match got {
                 Ok(0) => {
                     self.close_conn(fd, None, "the subagent closed the connection");
@@ -908,7 +908,13 @@ impl Master {
             end: Oid::null(),
         };
         let (error, mut vbs) = self
-            .request(sid, t, Payload::Get { ranges: vec![range] })
+            .request(
+                sid,
+                t,
+                Payload::Get {
+                    ranges: vec![range],
+                },
+            )
             .map_err(|_| snmp_err::GENERR)?;
         if error != ResError::NO_ERROR || vbs.len() != 1 || vbs[0].name != *oid {
             return Err(snmp_err::GENERR);
@@ -985,7 +991,9 @@ impl Master {
                 }
             };
             let t = self.transaction();
-            let (error, vbs) = self.request(sid, t, payload).map_err(|_| snmp_err::GENERR)?;
+            let (error, vbs) = self
+                .request(sid, t, payload)
+                .map_err(|_| snmp_err::GENERR)?;
             if error != ResError::NO_ERROR {
                 return Err(snmp_err::GENERR);
             }

@@ -200,7 +200,10 @@ impl Registry {
         let c = self.claim_of(oid)?;
         self.intervals(c)
             .iter()
-            .find(|iv| iv.start.0.as_slice() <= oid && iv.end.as_ref().map_or(true, |e| oid < e.0.as_slice()))
+            .find(|iv| {
+                iv.start.0.as_slice() <= oid
+                    && iv.end.as_ref().map_or(true, |e| oid < e.0.as_slice())
+            })
             .and_then(|iv| iv.owner)
     }
 
@@ -271,9 +274,12 @@ mod tests {
     #[test]
     fn longest_subtree_then_priority_then_first() {
         let mut r = Registry::new(vec![o("1.3.6.1.4.1.32473")]);
-        r.register(1, &o("1.3.6.1.4.1.32473.1"), 127, 0, None).unwrap();
-        r.register(2, &o("1.3.6.1.4.1.32473.1.2"), 127, 0, None).unwrap();
-        r.register(3, &o("1.3.6.1.4.1.32473.1"), 100, 0, None).unwrap();
+        r.register(1, &o("1.3.6.1.4.1.32473.1"), 127, 0, None)
+            .unwrap();
+        r.register(2, &o("1.3.6.1.4.1.32473.1.2"), 127, 0, None)
+            .unwrap();
+        r.register(3, &o("1.3.6.1.4.1.32473.1"), 100, 0, None)
+            .unwrap();
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.1.5").0), Some(3));
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.2.5").0), Some(2));
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.3").0), Some(3));
@@ -287,7 +293,9 @@ mod tests {
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.1.5").0), Some(1));
         let iv = r.intervals(0);
         assert_eq!(iv.first().unwrap().owner, None);
-        assert!(iv.windows(2).all(|w| w[0].end.as_ref() == Some(&w[1].start)));
+        assert!(iv
+            .windows(2)
+            .all(|w| w[0].end.as_ref() == Some(&w[1].start)));
     }
 
     #[test]
@@ -307,7 +315,8 @@ mod tests {
     #[test]
     fn ranges_expand_and_unregister_as_one() {
         let mut r = Registry::new(vec![o("1.3.6.1.4.1.32473.1")]);
-        r.register(1, &o("1.3.6.1.4.1.32473.1.2.1.1.7"), 127, 11, Some(9)).unwrap();
+        r.register(1, &o("1.3.6.1.4.1.32473.1.2.1.1.7"), 127, 11, Some(9))
+            .unwrap();
         assert_eq!(r.registrations().len(), 3);
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.2.1.8.7.1").0), Some(1));
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.2.1.8.6").0), None);
@@ -318,7 +327,10 @@ mod tests {
             expand(&o("1.3.6.1"), 2, Some(1)),
             Err(RegisterError::BadRange)
         );
-        assert_eq!(expand(&o("1.3.6.1"), 9, Some(1)), Err(RegisterError::BadRange));
+        assert_eq!(
+            expand(&o("1.3.6.1"), 9, Some(1)),
+            Err(RegisterError::BadRange)
+        );
     }
 
     #[test]

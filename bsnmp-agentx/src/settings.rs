@@ -141,13 +141,41 @@ pub struct Var {
 
 /// The variables, in OID order.
 pub const VARS: [Var; 7] = [
-    Var { name: c"agentxSocket", subid: 1, syntax: SNMP_SYNTAX_OCTETSTRING },
-    Var { name: c"agentxSocketMode", subid: 2, syntax: SNMP_SYNTAX_INTEGER },
-    Var { name: c"agentxSocketGroup", subid: 3, syntax: SNMP_SYNTAX_OCTETSTRING },
-    Var { name: c"agentxTcpPort", subid: 4, syntax: SNMP_SYNTAX_INTEGER },
-    Var { name: c"agentxTimeout", subid: 5, syntax: SNMP_SYNTAX_INTEGER },
-    Var { name: c"agentxMaxTimeouts", subid: 6, syntax: SNMP_SYNTAX_INTEGER },
-    Var { name: c"agentxPrefetch", subid: 7, syntax: SNMP_SYNTAX_INTEGER },
+    Var {
+        name: c"agentxSocket",
+        subid: 1,
+        syntax: SNMP_SYNTAX_OCTETSTRING,
+    },
+    Var {
+        name: c"agentxSocketMode",
+        subid: 2,
+        syntax: SNMP_SYNTAX_INTEGER,
+    },
+    Var {
+        name: c"agentxSocketGroup",
+        subid: 3,
+        syntax: SNMP_SYNTAX_OCTETSTRING,
+    },
+    Var {
+        name: c"agentxTcpPort",
+        subid: 4,
+        syntax: SNMP_SYNTAX_INTEGER,
+    },
+    Var {
+        name: c"agentxTimeout",
+        subid: 5,
+        syntax: SNMP_SYNTAX_INTEGER,
+    },
+    Var {
+        name: c"agentxMaxTimeouts",
+        subid: 6,
+        syntax: SNMP_SYNTAX_INTEGER,
+    },
+    Var {
+        name: c"agentxPrefetch",
+        subid: 7,
+        syntax: SNMP_SYNTAX_INTEGER,
+    },
 ];
 
 /// A value for a variable, as bsnmpd's config reader hands it over.
@@ -211,16 +239,29 @@ mod tests {
 
     #[test]
     fn claims_parse_and_refuse_clearly() {
-        let c = parse_args(["claim=1.3.6.1.4.1.32473.1", "claim=.1.3.6.1.4.1.99/octetstring"])
-            .unwrap();
+        let c = parse_args([
+            "claim=1.3.6.1.4.1.32473.1",
+            "claim=.1.3.6.1.4.1.99/octetstring",
+        ])
+        .unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].syntax, SNMP_SYNTAX_INTEGER);
         assert_eq!(c[1].syntax, SNMP_SYNTAX_OCTETSTRING);
-        let e = parse_args(["claim=1.3.6.1.4.1.32473.1", "claim=1.3.6.1.4.1.32473.1.2"]).unwrap_err();
+        let e =
+            parse_args(["claim=1.3.6.1.4.1.32473.1", "claim=1.3.6.1.4.1.32473.1.2"]).unwrap_err();
         assert!(e.why.contains("overlaps"), "{e}");
-        assert!(parse_args(["1.3.6.1"]).unwrap_err().why.contains("claim=OID"));
-        assert!(parse_args(["claim=1.x"]).unwrap_err().why.contains("dotted"));
-        assert!(parse_args(["claim=1.3/float"]).unwrap_err().why.contains("syntax"));
+        assert!(parse_args(["1.3.6.1"])
+            .unwrap_err()
+            .why
+            .contains("claim=OID"));
+        assert!(parse_args(["claim=1.x"])
+            .unwrap_err()
+            .why
+            .contains("dotted"));
+        assert!(parse_args(["claim=1.3/float"])
+            .unwrap_err()
+            .why
+            .contains("syntax"));
         assert!(parse_args([]).unwrap_err().why.contains("no claim"));
     }
 

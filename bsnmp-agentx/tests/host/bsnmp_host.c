@@ -26,7 +26,7 @@
  *   get OID...   getnext OID...   getbulk NONREP MAXREP OID...
  *   set OID SYNTAX VALUE [OID SYNTAX VALUE...]   (SYNTAX: integer, string, ...)
  *   walk OID [MAXREP]    (GETNEXT PDUs, or GETBULK PDUs when MAXREP is given; prints "pdus N")
- *   run MS   orlist   traps   tree
+ *   run MS   orlist   traps   tree   dump (the module's dump, to stderr)
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -269,9 +269,10 @@ print_value(FILE *f, const struct snmp_value *v)
 			fprintf(f, "STRING: \"%.*s\"", (int)v->v.octetstring.len,
 			    (const char *)v->v.octetstring.octets);
 		} else {
-			fprintf(f, "Hex-STRING:");
+			/* as net-snmp's clients print it */
+			fprintf(f, "Hex-STRING: ");
 			for (u_int i = 0; i < v->v.octetstring.len; i++)
-				fprintf(f, " %02X", v->v.octetstring.octets[i]);
+				fprintf(f, "%02X ", v->v.octetstring.octets[i]);
 		}
 		break;
 	}
@@ -282,7 +283,18 @@ print_value(FILE *f, const struct snmp_value *v)
 		break;
 	case SNMP_SYNTAX_COUNTER: fprintf(f, "Counter32: %u", v->v.uint32); break;
 	case SNMP_SYNTAX_GAUGE: fprintf(f, "Gauge32: %u", v->v.uint32); break;
-	case SNMP_SYNTAX_TIMETICKS: fprintf(f, "Timeticks: (%u)", v->v.uint32); break;
+	case SNMP_SYNTAX_TIMETICKS: {
+		/* as net-snmp's clients print it */
+		u_int t = v->v.uint32, d = t / 8640000;
+		fprintf(f, "Timeticks: (%u) ", t);
+		if (d == 1)
+			fprintf(f, "1 day, ");
+		else if (d > 1)
+			fprintf(f, "%u days, ", d);
+		fprintf(f, "%u:%02u:%02u.%02u", t / 360000 % 24, t / 6000 % 60, t / 100 % 60,
+		    t % 100);
+		break;
+	}
 	case SNMP_SYNTAX_COUNTER64:
 		fprintf(f, "Counter64: %llu", (unsigned long long)v->v.counter64);
 		break;
@@ -921,6 +933,10 @@ command(char *line)
 		walk(av[1], ac >= 3 ? atoi(av[2]) : 0);
 	} else if (strcmp(av[0], "run") == 0 && ac >= 2) {
 		run_for(atoi(av[1]));
+	} else if (strcmp(av[0], "dump") == 0) {
+		if (module != NULL && module->config->dump != NULL)
+			module->config->dump();
+		fflush(stderr);
 	} else if (strcmp(av[0], "orlist") == 0) {
 		for (int i = 0; i < MAX_OR; i++)
 			if (ortable[i].index) {
