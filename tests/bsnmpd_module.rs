@@ -745,3 +745,167 @@ fn bsnmpd_host_load_start_unload_is_safe() {
     );
     assert!(log.contains("overlaps the module's own variables"), "{log}");
 }
+
+/// The bsnmpd to test against: $BSNMPD, or FreeBSD's /usr/sbin/bsnmpd.
+fn real_bsnmpd() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("BSNMPD") {
+        let p = PathBuf::from(p);
+        assert!(p.exists(), "BSNMPD={} does not exist", p.display());
+        return Some(p);
+    }
+    let p = Path::new("/usr/sbin/bsnmpd");
+    p.exists().then(|| p.to_path_buf())
+}
+
+/// A real bsnmpd in the foreground on 127.0.0.1 at a high port, with the module loaded from
+/// its config file and claiming MEMSTAT-MIB's subtree.
+struct RealBsnmpd {
+    child: Child,
+    port: u16,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl RealBsnmpd {
+    fn start(bsnmpd: &Path, dir: &Path) -> RealBsnmpd {
+        let port = free_port();
+        let socket = dir.join("agentx-master.sock");
+        let conf = dir.join("bsnmpd.config");
+        // bsnmpd's config idiom: the daemon's section, then the module's own (snmp_agentx(3)).
+        std::fs::write(
+            &conf,
+            format!(
+                "%snmpd\n\
+                 begemotSnmpdCommunityString.0.1 = \"public\"\n\
+                 begemotSnmpdCommunityDisable = 1\n\
+                 begemotSnmpdPortStatus.127.0.0.1.{port} = 1\n\
+                 begemotSnmpdModulePath.\"agentx\" = \"{module}\"\n\
+                 \n\
+                 %agentx\n\
+                 agentxSocket = \"{socket}\"\n\
+                 agentxSocketMode = 0600\n\
+                 agentxTimeout = 50\n",
+                module = module_path(),
+                socket = socket.display(),
+            ),
+        )
+        .unwrap();
+        let log = dir.join("bsnmpd.log");
+        let child = Command::new(bsnmpd)
+            .arg("-d")
+            .arg("-c")
+            .arg(&conf)
+            .arg("-p")
+            .arg(dir.join("bsnmpd.pid"))
+            .arg("-e")
+            .arg(dir.join("bsnmpd.engine"))
+            .arg(format!("agentx:claim={CLAIM}"))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(dir.join("bsnmpd.err")).unwrap())
+            .spawn()
+            .expect("start bsnmpd");
+        let b = RealBsnmpd {
+            child,
+            port,
+            socket,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !b.socket.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "bsnmpd did not open the AgentX socket: {} {}",
+                std::fs::read_to_string(&b.log).unwrap_or_default(),
+                std::fs::read_to_string(dir.join("bsnmpd.err")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        b
+    }
+}
+
+impl Drop for RealBsnmpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn bsnmpd_real_daemon_serves_memstat_mib() {
+    let Some(bsnmpd) = real_bsnmpd() else {
+        eprintln!(
+            "SKIPPED bsnmpd_real_daemon_serves_memstat_mib: no bsnmpd (set BSNMPD to a bsnmpd \
+             binary, and BSNMP_INCLUDE to its headers; FreeBSD has /usr/sbin/bsnmpd)"
+        );
+        return;
+    };
+    require_tool("snmpbulkwalk");
+    let (dir, snmpd, _daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
+    let b = RealBsnmpd::start(&bsnmpd, dir.path());
+    let _sub = Killed(subagent(
+        dir.path(),
+        &b.socket,
+        &dir.path().join("fixture.json"),
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let o = snmp_cmd(
+            "snmpget",
+            b.port,
+            &["-t", "0.5", "-r", "0"],
+            &[&format!("{TYPE_ENTRY}.2.1")],
+        );
+        if String::from_utf8_lossy(&o.stdout).contains("STRING") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "memstat-agentx is not served through bsnmpd: {}",
+            std::fs::read_to_string(&b.log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // snmpbulkwalk, as plain and with -Cr10, and snmpget: the same as net-snmp serves.
+    let want = bulkwalk(snmpd.port, TYPE_ENTRY, &[]);
+    assert!(want.len() > 20);
+    assert_eq!(bulkwalk(b.port, TYPE_ENTRY, &[]), want);
+    assert_eq!(bulkwalk(b.port, TYPE_ENTRY, &["-Cr10"]), want);
+    let cells = [
+        format!("{TYPE_ENTRY}.2.1"),
+        format!("{TYPE_ENTRY}.5.2"),
+        format!("{ROOT}.1.1.7.0"),
+    ];
+    let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+    assert_eq!(get(b.port, &cells), get(snmpd.port, &cells));
+    // snmptable of memTypeTable, with MEMSTAT-MIB loaded.
+    let table = |port: u16| {
+        let o = Command::new("snmptable")
+            .args([
+                "-v2c",
+                "-c",
+                "public",
+                "-M",
+                &mib_dirs(),
+                "-m",
+                "MEMSTAT-MIB",
+                "-Cf",
+                "|",
+            ])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("MEMSTAT-MIB::memTypeTable")
+            .output()
+            .expect("snmptable");
+        assert!(
+            o.status.success(),
+            "snmptable: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let t = table(b.port);
+    assert!(t.lines().count() > 5, "{t}");
+    assert_eq!(t, table(snmpd.port));
+}
