@@ -28,6 +28,11 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const OPEN_GRACE: Duration = Duration::from_secs(10);
 /// At most this many prefetched GetBulk answers are kept (one per repeater of a GETBULK).
 const PREFETCH_SLOTS: usize = 8;
+/// At most this many sessions per connection; a further Open is answered openFailed.
+pub const MAX_SESSIONS_PER_CONNECTION: usize = 16;
+/// At most this many PDUs a subagent sent during one request are kept for `idle`; more closes
+/// the connection (nothing legitimate sends that many while the master waits).
+const MAX_QUEUED: usize = 256;
 /// A Notify is sent as a trap with at most this many varbinds besides snmpTrapOID.
 pub const MAX_TRAP_VARBINDS: usize = 32;
 
@@ -589,6 +594,12 @@ impl Master {
             let Payload::Open { timeout, id, descr } = p.payload else {
                 return;
             };
+            if self.sessions.values().filter(|s| s.conn == fd).count()
+                >= MAX_SESSIONS_PER_CONNECTION
+            {
+                self.send(fd, &response(ids, uptime, ResError::OPEN_FAILED));
+                return;
+            }
             self.next_session = self.next_session.wrapping_add(1).max(1);
             let sid = self.next_session;
             let cap = Duration::from_millis(u64::from(self.settings.timeout_ticks) * 10);
@@ -663,6 +674,7 @@ impl Master {
                 }
                 Err(RegisterError::Duplicate(_)) => ResError::DUPLICATE_REGISTRATION,
                 Err(RegisterError::BadRange) => ResError::PARSE_ERROR,
+                Err(RegisterError::TooMany) => ResError::PROCESSING_ERROR,
             },
             Payload::Unregister {
                 priority,
@@ -844,8 +856,17 @@ impl Master {
                                 return Ok((error, varbinds));
                             }
                         } else if p.pdu_type() != PduType::RESPONSE {
-                            if let Some(c) = self.conns.get_mut(&fd) {
+                            let full = self.conns.get_mut(&fd).is_some_and(|c| {
                                 c.queue.push_back(p);
+                                c.queue.len() > MAX_QUEUED
+                            });
+                            if full {
+                                self.close_conn(
+                                    fd,
+                                    Some(CloseReason::PROTOCOL_ERROR),
+                                    "more than 256 PDUs sent during one request",
+                                );
+                                return Err(RequestError::Closed);
                             }
                         }
                     }

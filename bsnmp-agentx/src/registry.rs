@@ -11,6 +11,10 @@ use memstat_agentx::oid::Oid;
 /// element becomes a region of its own.
 pub const MAX_RANGE: u32 = 256;
 
+/// At most this many regions in all (a range counts each element): registrations cost
+/// memory and make every lookup longer.
+pub const MAX_REGISTRATIONS: usize = 4096;
+
 /// A session's identity, as the master numbers it.
 pub type SessionId = u32;
 
@@ -36,6 +40,8 @@ pub enum RegisterError {
     Duplicate(Oid),
     /// range_subid or upper_bound do not describe a range (parseError).
     BadRange,
+    /// MAX_REGISTRATIONS reached (processingError).
+    TooMany,
 }
 
 /// The subtrees of a Register: the subtree itself, or one per element of its range.
@@ -128,6 +134,9 @@ impl Registry {
         upper_bound: Option<u32>,
     ) -> Result<(), RegisterError> {
         let subtrees = expand(subtree, range_subid, upper_bound)?;
+        if self.regs.len() + subtrees.len() > MAX_REGISTRATIONS {
+            return Err(RegisterError::TooMany);
+        }
         for s in &subtrees {
             if self.claim_of(&s.0).is_none() {
                 return Err(RegisterError::OutsideClaims(s.clone()));
@@ -317,7 +326,8 @@ mod tests {
         let mut r = Registry::new(vec![o("1.3.6.1.4.1.32473.1")]);
         r.register(1, &o("1.3.6.1.4.1.32473.1.2.1.1.7"), 127, 11, Some(9))
             .unwrap();
-        assert_eq!(r.registrations().len(), 3);
+        // The 11th sub-identifier (1) ranges up to 9: nine regions.
+        assert_eq!(r.registrations().len(), 9);
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.2.1.8.7.1").0), Some(1));
         assert_eq!(r.owner_of(&o("1.3.6.1.4.1.32473.1.2.1.8.6").0), None);
         assert!(!r.unregister(1, &o("1.3.6.1.4.1.32473.1.2.1.1.7"), 127, 0, None));
@@ -330,6 +340,25 @@ mod tests {
         assert_eq!(
             expand(&o("1.3.6.1"), 9, Some(1)),
             Err(RegisterError::BadRange)
+        );
+    }
+
+    #[test]
+    fn registrations_are_bounded() {
+        let mut r = Registry::new(vec![o("1.3.6.1.4.1.32473.1")]);
+        for i in 0..MAX_REGISTRATIONS as u32 / 256 {
+            r.register(
+                1,
+                &o(&format!("1.3.6.1.4.1.32473.1.{i}.0")),
+                127,
+                10,
+                Some(255),
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            r.register(1, &o("1.3.6.1.4.1.32473.1.999"), 127, 0, None),
+            Err(RegisterError::TooMany)
         );
     }
 
