@@ -495,15 +495,16 @@ type Seen = Arc<Mutex<Vec<String>>>;
 /// A subagent thread that registers `subtree` and answers with `answer` (None: never).
 fn scripted_subagent(
     socket: PathBuf,
-    subtree: &'static str,
+    subtree: &str,
     answer: impl Fn(&Pdu) -> Option<Payload> + Send + 'static,
 ) -> (Seen, std::thread::JoinHandle<()>) {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let seen2 = seen.clone();
     let (tx, rx) = std::sync::mpsc::channel();
+    let subtree = subtree.to_string();
     let t = std::thread::spawn(move || {
         let mut sub = Sub::open(&socket, "scripted");
-        assert_eq!(sub.register(subtree, 127), ResError::NO_ERROR);
+        assert_eq!(sub.register(&subtree, 127), ResError::NO_ERROR);
         tx.send(()).unwrap();
         sub.s.set_read_timeout(None).unwrap();
         while let Some(p) = read_pdu(&mut sub.s) {
@@ -908,4 +909,126 @@ fn bsnmpd_real_daemon_serves_memstat_mib() {
     let t = table(b.port);
     assert!(t.lines().count() > 5, "{t}");
     assert_eq!(t, table(snmpd.port));
+}
+
+/// GetNext/GetBulk over a fixed sorted list of objects, as a subagent answers them.
+fn answer_from(objects: &[(Oid, Value)], p: &Pdu) -> Option<Payload> {
+    let (ranges, reps) = match &p.payload {
+        Payload::GetNext { ranges } => (ranges, 1),
+        Payload::GetBulk {
+            max_repetitions,
+            ranges,
+            ..
+        } => (ranges, *max_repetitions as usize),
+        Payload::Get { ranges } => {
+            return Some(resp(
+                ranges
+                    .iter()
+                    .map(|r| VarBind {
+                        name: r.start.clone(),
+                        value: objects
+                            .iter()
+                            .find(|o| o.0 == r.start)
+                            .map(|o| o.1.clone())
+                            .unwrap_or(Value::NoSuchInstance),
+                    })
+                    .collect(),
+            ))
+        }
+        _ => return Some(resp(vec![])),
+    };
+    let r = &ranges[0];
+    let mut out = Vec::new();
+    let mut after = r.start.clone();
+    let mut include = r.include;
+    for _ in 0..reps {
+        let next = objects.iter().find(|o| {
+            (o.0 > after || (include && o.0 == after)) && (r.end.is_null() || o.0 < r.end)
+        });
+        match next {
+            Some((n, v)) => {
+                out.push(VarBind {
+                    name: n.clone(),
+                    value: v.clone(),
+                });
+                after = n.clone();
+                include = false;
+            }
+            None => {
+                out.push(VarBind {
+                    name: after.clone(),
+                    value: Value::EndOfMibView,
+                });
+                break;
+            }
+        }
+    }
+    Some(resp(out))
+}
+
+#[test]
+fn bsnmpd_host_walk_crosses_registrations_of_two_subagents() {
+    let (dir, snmpd, _daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
+    let from_net_snmp = bulkwalk(snmpd.port, TYPE_ENTRY, &[]);
+    let mut h = BsnmpHost::start(dir.path(), &[&format!("claim={CLAIM}")], &[]);
+    let _sub = Killed(subagent(
+        dir.path(),
+        &h.socket,
+        &dir.path().join("fixture.json"),
+    ));
+    h.until("memstat-agentx registers", served);
+
+    // A second subagent takes over memTypeAllocator (column 3): a longer subtree wins.
+    let column = format!("{}.3", &TYPE_ENTRY[1..]);
+    let objects: Vec<(Oid, Value)> = (1..=3)
+        .map(|i| {
+            (
+                format!("{column}.{i}").parse().unwrap(),
+                Value::Integer(90 + i),
+            )
+        })
+        .collect();
+    let socket = h.socket.clone();
+    let (_seen, _t) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| {
+            scripted_subagent(socket.clone(), &column, move |p| answer_from(&objects, p))
+        });
+        while !t.is_finished() {
+            h.cmd("run 20");
+        }
+        t.join().unwrap()
+    });
+    let mut want: Vec<Line> = from_net_snmp
+        .iter()
+        .filter(|l| !l.oid.starts_with(&format!("{TYPE_ENTRY}.3.")))
+        .cloned()
+        .collect();
+    let at = want
+        .iter()
+        .position(|l| l.oid.starts_with(&format!("{TYPE_ENTRY}.4.")))
+        .unwrap();
+    for i in (1..=3).rev() {
+        want.insert(
+            at,
+            Line {
+                oid: format!("{TYPE_ENTRY}.3.{i}"),
+                ty: "INTEGER".into(),
+                value: format!("{}", 90 + i),
+            },
+        );
+    }
+    // Each GETBULK crosses from one subagent's interval into the other's and back.
+    for maxrep in ["", " 10", " 7"] {
+        assert_eq!(
+            h.lines(&format!("walk {TYPE_ENTRY}{maxrep}")),
+            want,
+            "walk{maxrep}"
+        );
+    }
+    let l = h.lines(&format!(
+        "get {TYPE_ENTRY}.3.2 {TYPE_ENTRY}.3.5 {TYPE_ENTRY}.2.2"
+    ));
+    assert_eq!(l[0].value, "92");
+    assert_eq!(l[1].ty, "No Such Instance currently exists at this OID");
+    assert_eq!(l[2].value, "mbuf");
 }
