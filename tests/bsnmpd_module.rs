@@ -1032,3 +1032,62 @@ fn bsnmpd_host_walk_crosses_registrations_of_two_subagents() {
     assert_eq!(l[1].ty, "No Such Instance currently exists at this OID");
     assert_eq!(l[2].value, "mbuf");
 }
+
+/// Not a test: the figures for BENCHMARKS.md (AgentX round trips and time of a walk of
+/// memTypeTable at 300 types through the module in the host, and through net-snmp's snmpd).
+/// `cargo test --release --test bsnmpd_module bsnmpd_measure -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn bsnmpd_measure_walk_round_trips() {
+    let types: Vec<_> = (0..300)
+        .map(|i| {
+            full_type(
+                memstat_agentx::memstat::Allocator::Uma,
+                &format!("zone{i}"),
+                i,
+            )
+        })
+        .collect();
+    let (dir, snmpd, _daemon) = start_with_fixture(Transport::Unix, types, &[]);
+    let mut h = BsnmpHost::start(dir.path(), &[&format!("claim={CLAIM}")], &[]);
+    let _sub = Killed(subagent(
+        dir.path(),
+        &h.socket,
+        &dir.path().join("fixture.json"),
+    ));
+    h.until("memstat-agentx registers", served);
+    let reference = bulkwalk(snmpd.port, TYPE_ENTRY, &["-Cr10"]);
+    for (what, cmd) in [
+        (
+            "GETBULK max-repetitions 10",
+            format!("walk {TYPE_ENTRY} 10"),
+        ),
+        ("GETNEXT", format!("walk {TYPE_ENTRY}")),
+    ] {
+        let mut best = Duration::MAX;
+        let mut requests = 0;
+        for _ in 0..5 {
+            let before = h.requests();
+            let t0 = Instant::now();
+            let got = h.lines(&cmd);
+            best = best.min(t0.elapsed());
+            requests = h.requests() - before;
+            assert_eq!(got, reference);
+        }
+        println!(
+            "module in the host, {what}: {} varbinds, {requests} AgentX requests, best of 5 {:.1} ms",
+            reference.len(),
+            best.as_secs_f64() * 1000.0
+        );
+    }
+    let mut best = Duration::MAX;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        bulkwalk(snmpd.port, TYPE_ENTRY, &["-Cr10"]);
+        best = best.min(t0.elapsed());
+    }
+    println!(
+        "net-snmp snmpd, snmpbulkwalk -Cr10 (client start-up and UDP included): best of 5 {:.1} ms",
+        best.as_secs_f64() * 1000.0
+    );
+}

@@ -212,6 +212,11 @@ pub struct Master {
     txns: HashMap<u32, Txn>,
     next_txn: u32,
     pub stats: Stats,
+    /// GETNEXT ops in this pass of bsnmpd's loop, and in the last pass that had any: the
+    /// first GetBulk of a pass asks for as many as the last PDU needed (a walk's PDUs are
+    /// alike), so a plain snmpwalk costs GetNexts and not GetBulks of which one varbind is used.
+    getnexts_this_pass: u32,
+    getnexts_last_pass: u32,
     /// The listener settings in use, to tell whether a re-read of the config changed them.
     listening_as: Option<(String, u32, String, u16)>,
 }
@@ -269,6 +274,8 @@ impl Master {
             txns: HashMap::new(),
             next_txn: 0,
             stats: Stats::default(),
+            getnexts_this_pass: 0,
+            getnexts_last_pass: 0,
             listening_as: None,
         }
     }
@@ -973,6 +980,7 @@ impl Master {
     /// SNMP_OP_GETNEXT in claim `claim`: the first object after `oid` (which lies in the
     /// claim, or is the claim itself).
     pub fn get_next(&mut self, claim: usize, oid: &Oid) -> Result<VarBind, i32> {
+        self.getnexts_this_pass += 1;
         let intervals: Vec<Interval> = self.registry.intervals(claim).to_vec();
         for iv in intervals {
             if iv.end.as_ref().is_some_and(|e| oid >= e) {
@@ -999,7 +1007,13 @@ impl Master {
                 include,
                 end: iv.end.clone().unwrap_or_else(Oid::null),
             };
-            let n = self.settings.prefetch;
+            let n = if self.getnexts_this_pass == 1 && self.getnexts_last_pass > 0 {
+                self.settings
+                    .prefetch
+                    .min(u16::try_from(self.getnexts_last_pass).unwrap_or(u16::MAX))
+            } else {
+                self.settings.prefetch
+            };
             let payload = if n <= 1 {
                 Payload::GetNext {
                     ranges: vec![range],
@@ -1121,6 +1135,10 @@ impl Master {
     /// prefetched answers' life and the stalls, and handles PDUs queued during requests.
     pub fn idle(&mut self) {
         self.prefetch.clear();
+        if self.getnexts_this_pass > 0 {
+            self.getnexts_last_pass = self.getnexts_this_pass;
+            self.getnexts_this_pass = 0;
+        }
         for s in self.sessions.values_mut() {
             s.stalled = false;
         }
