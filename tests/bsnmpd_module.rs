@@ -1091,3 +1091,26 @@ fn bsnmpd_measure_walk_round_trips() {
         best.as_secs_f64() * 1000.0
     );
 }
+
+#[test]
+fn bsnmpd_host_survives_a_subagent_that_stops_reading() {
+    // bsnmpd does not ignore SIGPIPE: a Response written to a subagent that shut its
+    // reading side must not kill the daemon (here, the host).
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = BsnmpHost::start(dir.path(), &[&format!("claim={CLAIM}")], &[]);
+    let socket = h.socket.clone();
+    let mut sub = with_loop(&mut h, || Sub::open(&socket, "half-closed"));
+    sub.s.shutdown(std::net::Shutdown::Read).unwrap();
+    sub.packet += 1;
+    let ping = Pdu::new(sub.sid, 0, sub.packet, Payload::Ping);
+    sub.send(&ping);
+    h.cmd("run 200");
+    assert!(
+        h.child.try_wait().unwrap().is_none(),
+        "the host died: {}",
+        h.log_text()
+    );
+    assert_eq!(h.lines("get .1.3.6.1.4.1.32473.2.1.5.0")[0].value, "50");
+    let log = h.log_text();
+    assert!(log.contains("write: "), "{log}");
+}

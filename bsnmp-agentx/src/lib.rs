@@ -5,6 +5,7 @@
 //! - [`settings`]: module arguments (the claims) and config-section variables.
 //! - [`registry`]: claims, registrations, and which session answers for an OID.
 //! - [`master`]: sockets, sessions, forwarding; no FFI.
+//! - `sys`: send(2) without SIGPIPE, which bsnmpd does not ignore.
 //! - this file: the exported `config` symbol and the thin FFI layer. Every entry point runs
 //!   under `catch_unwind`, so a panic never unwinds into bsnmpd; it becomes genErr or an
 //!   `init` failure.
@@ -12,6 +13,7 @@ pub mod abi;
 pub mod master;
 pub mod registry;
 pub mod settings;
+mod sys;
 
 use abi::*;
 use master::{Host, Master};

@@ -14,7 +14,7 @@ use memstat_agentx::agentx::pdu::{
 };
 use memstat_agentx::oid::Oid;
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::{AsRawFd, RawFd};
@@ -103,15 +103,10 @@ impl Read for Stream {
     }
 }
 
-impl Write for Stream {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(b),
-            Stream::Tcp(s) => s.write(b),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+impl Stream {
+    /// Writes without SIGPIPE (see sys.rs): bsnmpd does not ignore the signal.
+    fn send_all(&self, b: &[u8]) -> io::Result<()> {
+        crate::sys::send_all(self.fd(), b)
     }
 }
 
@@ -521,7 +516,7 @@ impl Master {
         };
         // Small writes to a socket we read from: a full send buffer means a subagent that
         // stopped reading, and waiting for it would stall bsnmpd.
-        match c.stream.write_all(&out) {
+        match c.stream.send_all(&out) {
             Ok(()) => true,
             Err(e) => {
                 self.close_conn(fd, None, &format!("write: {e}"));
@@ -543,7 +538,7 @@ impl Master {
                 let mut out = Vec::new();
                 close.encode(&mut out);
                 if let Some(c) = self.conns.get_mut(&fd) {
-                    let _ = c.stream.write_all(&out);
+                    let _ = c.stream.send_all(&out);
                 }
             }
         }
@@ -834,7 +829,7 @@ impl Master {
                 .stream
                 .set_nonblocking(false)
                 .and_then(|_| c.stream.set_timeouts(left))
-                .and_then(|_| c.stream.write_all(out));
+                .and_then(|_| c.stream.send_all(out));
             if let Err(e) = written {
                 return if matches!(
                     e.kind(),

@@ -33,6 +33,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -989,6 +990,8 @@ on_stdin(int fd, void *udata)
 int
 main(void)
 {
+	/* bsnmpd leaves SIGPIPE at its default (fatal); so does the host, whatever it inherited. */
+	signal(SIGPIPE, SIG_DFL);
 	openlog("bsnmp-host", LOG_PERROR | LOG_PID, LOG_USER);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	start_tick = get_ticks();
