@@ -1114,3 +1114,60 @@ fn bsnmpd_host_survives_a_subagent_that_stops_reading() {
     let log = h.log_text();
     assert!(log.contains("write: "), "{log}");
 }
+
+#[test]
+fn bsnmpd_host_tcp_listener_and_socket_permissions() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("fixture.json");
+    write_fixture(&fixture, sample_types());
+    let port = free_port().to_string();
+    let mut h = BsnmpHost::start(
+        dir.path(),
+        &[&format!("claim={CLAIM}")],
+        &[
+            ("agentxTcpPort", &port),
+            ("agentxSocketMode", "0640"),
+            ("agentxSocketGroup", "daemon"),
+        ],
+    );
+    let meta = std::fs::metadata(&h.socket).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o640);
+    assert_eq!(meta.gid(), 1, "group daemon (gid 1 on Debian and FreeBSD)");
+    // memstat-agentx over TCP to 127.0.0.1.
+    let state = dir.path().join("state");
+    let _sub = Killed(
+        Command::new(bin())
+            .args(["run", "--agentx-socket", &format!("tcp:127.0.0.1:{port}")])
+            .arg("--source")
+            .arg(format!("fixture:{}", fixture.display()))
+            .arg("--state-dir")
+            .arg(&state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    h.until("memstat-agentx registers over TCP", served);
+    // A bad value in the config section fails the transaction, names the variable, and
+    // bsnmpd (lm_start) unloads the module.
+    let mut bad = BsnmpHost::spawn(dir.path());
+    let out = bad.cmd(&format!("load {} agentx claim={CLAIM}", module_path()));
+    assert!(out[0].starts_with("loaded"));
+    bad.cmd("config agentxTimeout 0");
+    assert_eq!(
+        bad.cmd("start"),
+        vec![
+            "assignment to agentxTimeout returns 10",
+            "error in config file",
+            "dlclose: 0"
+        ]
+    );
+    assert!(
+        bad.log_text()
+            .contains("agentxTimeout: 0 is outside 1..3000"),
+        "{}",
+        bad.log_text()
+    );
+}

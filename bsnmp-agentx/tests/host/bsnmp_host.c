@@ -60,7 +60,7 @@ enum snmp_syntax {
 struct snmp_value {
 	struct asn_oid var;
 	enum snmp_syntax syntax;
-	union {
+	union snmp_values {
 		int32_t integer;
 		struct {
 			u_int len;
@@ -476,6 +476,7 @@ do_getnext(const struct snmp_value *in, struct snmp_value *out)
 }
 
 static void pass(int timeout_ms);
+static void lm_unload(void);
 
 static void
 error_out(int status, int index)
@@ -758,7 +759,11 @@ lm_start(void)
 			    nodes[failed]->index, SNMP_OP_ROLLBACK);
 			value_free(&vals[failed]);
 		}
+		/* bsnmpd's lm_start unloads a module whose section fails */
 		printf("error in config file\n");
+		nassigns = 0;
+		lm_unload();
+		return;
 	} else {
 		for (i = 0; i < nassigns; i++) {
 			ctx.scratch = &scratch[i];
