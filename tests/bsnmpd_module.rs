@@ -48,20 +48,30 @@ fn module_path() -> &'static str {
     })
 }
 
-/// The test host, compiled once per test binary.
+/// The test host, compiled once per test binary. Its name carries a hash of its source, and
+/// it is renamed into place, so concurrent test binaries share one file and never run a
+/// half-written one.
 fn host_path() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
     P.get_or_init(|| {
+        use std::hash::{Hash, Hasher};
+        let src = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/bsnmp-agentx/tests/host/bsnmp_host.c"
+        );
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::fs::read(src).unwrap().hash(&mut hasher);
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bsnmp-host");
         std::fs::create_dir_all(&dir).unwrap();
-        let exe = dir.join(format!("bsnmp_host.{}", std::process::id()));
+        let exe = dir.join(format!("bsnmp_host-{:016x}", hasher.finish()));
+        if exe.exists() {
+            return exe.display().to_string();
+        }
+        let tmp = dir.join(format!("bsnmp_host.tmp.{}", std::process::id()));
         let o = Command::new("cc")
             .args(["-Wall", "-Werror", "-O1", "-rdynamic", "-o"])
-            .arg(&exe)
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/bsnmp-agentx/tests/host/bsnmp_host.c"
-            ))
+            .arg(&tmp)
+            .arg(src)
             .arg("-ldl")
             .output()
             .expect("run cc");
@@ -70,6 +80,7 @@ fn host_path() -> &'static str {
             "compiling the test host failed: {}",
             String::from_utf8_lossy(&o.stderr)
         );
+        std::fs::rename(&tmp, &exe).unwrap();
         exe.display().to_string()
     })
 }
