@@ -831,13 +831,14 @@ impl Master {
                 .and_then(|_| c.stream.set_timeouts(left))
                 .and_then(|_| c.stream.send_all(out));
             if let Err(e) = written {
+                // Part of the frame may be out: the stream can no longer be framed.
+                self.close_conn(fd, None, &format!("write: {e}"));
                 return if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) {
                     Err(RequestError::Timeout)
                 } else {
-                    self.close_conn(fd, None, &format!("write: {e}"));
                     Err(RequestError::Closed)
                 };
             }
