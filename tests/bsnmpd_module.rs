@@ -874,8 +874,9 @@ fn bsnmpd_real_daemon_serves_memstat_mib() {
         }
         assert!(
             Instant::now() < deadline,
-            "memstat-agentx is not served through bsnmpd: {}",
-            std::fs::read_to_string(&b.log).unwrap_or_default()
+            "memstat-agentx is not served through bsnmpd: {} {}",
+            std::fs::read_to_string(&b.log).unwrap_or_default(),
+            std::fs::read_to_string(b.log.with_extension("err")).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
