@@ -436,24 +436,10 @@ unsafe extern "C" fn op_config(
                 }
             }
             SNMP_OP_SET => {
-                let v = match read_value(value) {
-                    Some(Value::Integer(i)) => VarValue::Int(i),
-                    Some(Value::OctetString(b)) => {
-                        let before = s.master.settings.clone();
-                        return match s.master.settings.set(iidx, VarValue::Octets(&b)) {
-                            Ok(()) => {
-                                s.undo.push(before);
-                                SNMP_ERR_NOERROR
-                            }
-                            Err(e) => {
-                                syslog(
-                                    libc::LOG_ERR,
-                                    &format!("agentx: {}: {}", var_name(iidx), e.0),
-                                );
-                                SNMP_ERR_WRONG_VALUE
-                            }
-                        };
-                    }
+                let read = read_value(value);
+                let v = match &read {
+                    Some(Value::Integer(i)) => VarValue::Int(*i),
+                    Some(Value::OctetString(b)) => VarValue::Octets(b),
                     _ => return SNMP_ERR_WRONG_TYPE,
                 };
                 let before = s.master.settings.clone();
