@@ -1183,3 +1183,43 @@ fn bsnmpd_host_tcp_listener_and_socket_permissions() {
         bad.log_text()
     );
 }
+
+#[test]
+fn bsnmpd_host_bad_pdus_get_parse_error_or_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = BsnmpHost::start(dir.path(), &[&format!("claim={CLAIM}")], &[]);
+    let socket = h.socket.clone();
+    let (answer, closed) = with_loop(&mut h, || {
+        let mut sub = Sub::open(&socket, "garbage");
+        // A well-framed PDU of an unknown type: answered parseError, the session goes on.
+        let mut frame = Vec::new();
+        Pdu::new(sub.sid, 0, 77, Payload::Ping).encode(&mut frame);
+        frame[1] = 99;
+        sub.s.write_all(&frame).unwrap();
+        let r = sub.recv();
+        let answer = match r.payload {
+            Payload::Response { error, .. } => (r.ids.packet_id, error),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(sub.admin(Payload::Ping), ResError::NO_ERROR);
+        // A version the codec cannot frame: the connection is closed.
+        frame[0] = 2;
+        sub.s.write_all(&frame).unwrap();
+        let close = read_pdu(&mut sub.s).map(|p| p.payload);
+        let mut b = [0u8; 1];
+        let eof = matches!(sub.s.read(&mut b), Ok(0));
+        let closed = (close, eof);
+        (answer, closed)
+    });
+    assert_eq!(answer, (77, ResError::PARSE_ERROR));
+    assert_eq!(
+        closed,
+        (
+            Some(Payload::Close {
+                reason: memstat_agentx::agentx::pdu::CloseReason::PARSE_ERROR
+            }),
+            true
+        )
+    );
+    assert!(h.log_text().contains("closed"), "{}", h.log_text());
+}
