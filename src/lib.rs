@@ -7,6 +7,7 @@
 //! - [`agentx`]: the RFC 2741 codec, framing over the transport, and the session.
 //! - [`reader`]: reading the source on a thread of its own.
 //! - [`value`], [`oid`]: protocol-neutral SNMP values and object identifiers.
+//! - [`report`], [`vmstat`]: the `dump` command's formats.
 //! - [`config`], [`logging`], [`privdrop`], [`statedir`]: running as a service.
 pub mod agent;
 pub mod agentx;
@@ -23,3 +24,4 @@ pub mod reader;
 pub mod report;
 pub mod statedir;
 pub mod value;
+pub mod vmstat;

@@ -31,6 +31,8 @@ struct Cli {
 enum FormatArg {
     Table,
     Json,
+    /// Exactly what FreeBSD's vmstat -m -z prints to a pipe (UMA and malloc only).
+    Vmstat,
 }
 
 /// The options of `run` and `check-config`: `--config`, and one option per setting,
@@ -217,8 +219,15 @@ fn dump(source: &str, format: FormatArg) -> ExitCode {
             let f = match format {
                 FormatArg::Table => Format::Table,
                 FormatArg::Json => Format::Json,
+                FormatArg::Vmstat => Format::Vmstat,
             };
-            print_out(&report::render(&snap, f))
+            match report::render(&snap, f) {
+                Ok(text) => print_out(&text),
+                Err(e) => {
+                    print_err(&e.to_string());
+                    ExitCode::FAILURE
+                }
+            }
         }
         Err(e) => {
             print_err(&e.to_string());

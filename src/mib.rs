@@ -220,6 +220,16 @@ const CPU_COLUMNS: &[(u32, &str, Syntax, CpuFn)] = &[
     (4, "memCpuCacheFree", Syntax::Counter64, |c| {
         g64(c.cache_free)
     }),
+    (5, "memCpuBytesAllocated", Syntax::Counter64, |c| {
+        g64(c.bytes_allocated)
+    }),
+    (6, "memCpuBytesFreed", Syntax::Counter64, |c| {
+        g64(c.bytes_freed)
+    }),
+    (7, "memCpuSizeMask", Syntax::OctetString, |c| {
+        c.size_mask
+            .map(|m| Value::OctetString(m.to_be_bytes().to_vec()))
+    }),
 ];
 
 /// memAllocatorTable columns (memAllocatorType, column 1, is not-accessible).
@@ -1131,12 +1141,14 @@ mod tests {
                 allocs: Some(2),
                 frees: Some(1),
                 cache_free: None,
+                ..PerCpu::default()
             },
             PerCpu {
                 cpu: 0,
                 allocs: Some(3),
                 frees: Some(0),
                 cache_free: Some(7),
+                ..PerCpu::default()
             },
         ];
         let mut b = MemoryType::new(Allocator::Slab, "b");

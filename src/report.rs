@@ -1,10 +1,12 @@
-//! The `dump` report: one snapshot as a vmstat-like table or as fixture JSON.
+//! The `dump` report: one snapshot as the project's own table, as fixture JSON, or exactly as
+//! FreeBSD's vmstat prints it ([`crate::vmstat`]).
 //!
-//! The table lays out each allocator the way its native tool does: UMA zones like
-//! `vmstat -z`, malloc types like `vmstat -m`, slab caches like `slabtop`. An absent figure is
-//! printed as `-`, never as 0.
+//! The table lays out each allocator in the spirit of its native tool: UMA zones like
+//! `vmstat -z`, malloc types like `vmstat -m`, slab caches like `slabtop`, with every figure
+//! the snapshot has and kernel order. An absent figure is printed as `-`, never as 0.
 
-use crate::memstat::{fixture, Allocator, MemoryType, Snapshot};
+use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot, SourceKind};
+use crate::vmstat::{self, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
 use std::fmt::Write;
 
 /// Output formats of `dump`.
@@ -12,16 +14,26 @@ use std::fmt::Write;
 pub enum Format {
     Table,
     Json,
+    /// What `vmstat -m -z` prints to a pipe; refused for slab rows.
+    Vmstat,
 }
 
-pub fn render(s: &Snapshot, format: Format) -> String {
+pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
     match format {
         Format::Json => {
             let mut j = fixture::to_json(s);
             j.push('\n');
-            j
+            Ok(j)
         }
-        Format::Table => table(s),
+        Format::Table => Ok(table(s)),
+        Format::Vmstat => {
+            // The size masks index the running kernel's malloc zone table: read it when the
+            // snapshot is the running kernel's, else use FreeBSD 15.0's.
+            let live = (s.source == SourceKind::FreeBsd.to_string())
+                .then(sysctl::malloc_zone_sizes)
+                .flatten();
+            vmstat::render(s, live.as_deref().unwrap_or(&FREEBSD_MALLOC_ZONE_SIZES))
+        }
     }
 }
 
@@ -43,7 +55,7 @@ fn display_name(t: &MemoryType) -> String {
     }
 }
 
-fn escape_controls(s: &str) -> String {
+pub(crate) fn escape_controls(s: &str) -> String {
     if !s.chars().any(|c| c.is_control() || c == '\\') {
         return s.to_string();
     }
@@ -189,7 +201,7 @@ mod tests {
             3,
             "{out}"
         );
-        let json = render(&s, Format::Json);
+        let json = render(&s, Format::Json).unwrap();
         assert!(
             json.contains("evil\\u001b[2J\\u0007\u{85}\\\\x\\ttab"),
             "{json}"

@@ -87,12 +87,16 @@ fn bulkwalk_snmptable_and_get_return_exactly_the_fixture() {
     let mut cpu_expected = BTreeMap::new();
     for (i, t) in types.iter().enumerate() {
         for c in &t.per_cpu {
-            for (col, v) in [(2, c.allocs), (3, c.frees), (4, c.cache_free)] {
-                if let Some(v) = v {
-                    cpu_expected.insert(
-                        format!("{ROOT}.1.3.1.{col}.{}.{}", i + 1, c.cpu),
-                        ("Counter64".to_string(), v.to_string()),
-                    );
+            for (col, cell) in [
+                (2, c64(c.allocs)),
+                (3, c64(c.frees)),
+                (4, c64(c.cache_free)),
+                (5, c64(c.bytes_allocated)),
+                (6, c64(c.bytes_freed)),
+                (7, c.size_mask.and_then(|m| expect("Hex-STRING", hex(m)))),
+            ] {
+                if let Some(cell) = cell {
+                    cpu_expected.insert(format!("{ROOT}.1.3.1.{col}.{}.{}", i + 1, c.cpu), cell);
                 }
             }
         }
@@ -223,6 +227,7 @@ fn generation_types(gen: u64, rows: usize) -> Vec<MemoryType> {
                 allocs: Some(v),
                 frees: Some(v),
                 cache_free: Some(v),
+                ..PerCpu::default()
             }];
             t
         })

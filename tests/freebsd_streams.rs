@@ -94,13 +94,15 @@ fn uma_hex_fixture_gives_hand_worked_figures() {
                 cpu: 0,
                 allocs: Some(500),
                 frees: Some(100),
-                cache_free: Some(7)
+                cache_free: Some(7),
+                ..PerCpu::default()
             },
             PerCpu {
                 cpu: 1,
                 allocs: Some(250),
                 frees: Some(50),
-                cache_free: Some(9)
+                cache_free: Some(9),
+                ..PerCpu::default()
             },
         ]
     );
@@ -160,7 +162,8 @@ fn malloc_hex_fixture_gives_hand_worked_figures() {
     );
     // in use bytes = 4294975488 - 5120 = 4294970368
     assert_eq!(devbuf.in_use_bytes, Some(4_294_970_368));
-    // allocs = 64 + 3 = 67, frees = 32 + 40 = 72: in use saturates at 0
+    // allocs = 64 + 3 = 67, frees = 32 + 40 = 72: 67 - 72 modulo 2^64 is 2^64 - 5, which is
+    // at least 2^63 (frees read ahead of allocations), so in use is clamped to 0
     assert_eq!(
         (devbuf.allocs, devbuf.frees, devbuf.in_use_count),
         (Some(67), Some(72), Some(0))
@@ -174,13 +177,19 @@ fn malloc_hex_fixture_gives_hand_worked_figures() {
                 cpu: 0,
                 allocs: Some(64),
                 frees: Some(32),
-                cache_free: None
+                cache_free: None,
+                bytes_allocated: Some(8192),
+                bytes_freed: Some(4096),
+                size_mask: Some(0x20),
             },
             PerCpu {
                 cpu: 1,
                 allocs: Some(3),
                 frees: Some(40),
-                cache_free: None
+                cache_free: None,
+                bytes_allocated: Some(4_294_967_296),
+                bytes_freed: Some(1024),
+                size_mask: Some(0x03),
             },
         ]
     );
@@ -208,7 +217,10 @@ fn malloc_hex_fixture_gives_hand_worked_figures() {
             cpu: 1,
             allocs: Some(0),
             frees: Some(0),
-            cache_free: None
+            cache_free: None,
+            bytes_allocated: Some(0),
+            bytes_freed: Some(0),
+            size_mask: Some(0),
         }
     );
 
@@ -378,7 +390,8 @@ fn uma_primary_and_secondary_zones_on_four_cpus() {
             cpu: 3,
             allocs: Some(40),
             frees: Some(4),
-            cache_free: Some(4)
+            cache_free: Some(4),
+            ..PerCpu::default()
         }
     );
     // Fewer CPUs exposed, same totals.
@@ -391,7 +404,7 @@ fn uma_primary_and_secondary_zones_on_four_cpus() {
 }
 
 #[test]
-fn uma_frees_beyond_allocs_saturate() {
+fn uma_counters_wrap_and_levels_clamp() {
     let z = Zone {
         name: "x",
         size: 4096,
@@ -402,12 +415,16 @@ fn uma_frees_beyond_allocs_saturate() {
         ..Zone::default()
     };
     let t = &parse_uma(&uma_stream(1, &[z]), 0).unwrap()[0];
-    assert_eq!((t.allocs, t.frees), (Some(5), Some(u64::MAX)));
-    assert_eq!((t.in_use_count, t.in_use_bytes), (Some(0), Some(0)));
+    // (2^64 - 2) + 10 frees wrap to 8, as the kernel's and libmemstat's u64 sums do.
+    assert_eq!((t.allocs, t.frees), (Some(5), Some(8)));
     assert_eq!(
-        (t.bytes_freed, t.free_count),
-        (Some(u64::MAX), Some(u64::MAX))
+        (t.bytes_allocated, t.bytes_freed),
+        (Some(5 * 4096), Some(8 * 4096))
     );
+    // 5 - 8 modulo 2^64 is 2^64 - 3: frees read ahead of allocations, so 0 in use.
+    assert_eq!((t.in_use_count, t.in_use_bytes), (Some(0), Some(0)));
+    // The free items are a level: they saturate instead of wrapping.
+    assert_eq!(t.free_count, Some(u64::MAX));
 }
 
 #[test]
@@ -460,7 +477,7 @@ fn malloc_padding_records_are_neither_exposed_nor_summed() {
 }
 
 #[test]
-fn malloc_frees_beyond_allocs_saturate() {
+fn malloc_frees_beyond_allocs_clamp_to_zero() {
     let m = parse_malloc(
         &malloc_stream(2, &[("t", vec![[10, 0, 1, 0, 0], [0, 50, 0, 5, 0]])]),
         1,
@@ -602,5 +619,129 @@ proptest! {
         let _ = parse_malloc(&b.0, maxid);
         let _ = parse_uma(&body, maxid);
         let _ = parse_malloc(&body, maxid);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wrap and clamp near 2^64, against a model in u128 arithmetic.
+
+/// A counter value near the top of the u64 range (or anywhere), so that sums wrap.
+fn near_top() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => (0u64..4096).prop_map(|d| u64::MAX - d),
+        1 => 0u64..4096,
+        1 => any::<u64>(),
+    ]
+}
+
+/// The rule for a level derived from two counters: the difference modulo 2^64, or 0 when it
+/// is 2^63 or more.
+fn model_level(added: u128, removed: u128) -> u64 {
+    let d = (added.wrapping_sub(removed) % (1u128 << 64)) as u64;
+    if d >= 1 << 63 {
+        0
+    } else {
+        d
+    }
+}
+
+proptest! {
+    /// Every UMA counter is the true sum modulo 2^64, in total and per CPU, and bytes are
+    /// allocations × size modulo 2^64; the in-use level follows the wrap-then-clamp rule.
+    #[test]
+    fn uma_sums_wrap_modulo_2_64(
+        size in 1u32..=65536,
+        head in (near_top(), near_top()),
+        cpus in proptest::collection::vec((near_top(), near_top()), 1..6),
+    ) {
+        let zone = Zone {
+            name: "z",
+            size,
+            allocs: head.0,
+            frees: head.1,
+            cpus: cpus.iter().map(|&(a, f)| (a, f, 0)).collect(),
+            ..Zone::default()
+        };
+        let t = &parse_uma(&uma_stream(cpus.len() as u32, &[zone]), cpus.len() as u32 - 1)
+            .unwrap()[0];
+        let true_allocs: u128 = u128::from(head.0) + cpus.iter().map(|c| u128::from(c.0)).sum::<u128>();
+        let true_frees: u128 = u128::from(head.1) + cpus.iter().map(|c| u128::from(c.1)).sum::<u128>();
+        let m = 1u128 << 64;
+        prop_assert_eq!(t.allocs, Some((true_allocs % m) as u64));
+        prop_assert_eq!(t.frees, Some((true_frees % m) as u64));
+        prop_assert_eq!(t.bytes_allocated, Some((true_allocs * u128::from(size) % m) as u64));
+        prop_assert_eq!(t.bytes_freed, Some((true_frees * u128::from(size) % m) as u64));
+        let level = model_level(true_allocs, true_frees);
+        prop_assert_eq!(t.in_use_count, Some(level));
+        prop_assert_eq!(t.in_use_bytes, Some(level.saturating_mul(u64::from(size))));
+        for (p, c) in t.per_cpu.iter().zip(&cpus) {
+            prop_assert_eq!((p.allocs, p.frees), (Some(c.0), Some(c.1)));
+        }
+    }
+
+    /// What a poller computes from two readings (the later minus the earlier, modulo 2^64) is
+    /// the number of events in between, however often the sums wrapped: the counter never
+    /// sticks at the top.
+    #[test]
+    fn uma_and_malloc_deltas_count_events_across_the_wrap(
+        before in proptest::collection::vec(near_top(), 3),
+        events in proptest::collection::vec(0u64..1_000_000, 3),
+        size in 1u32..=4096,
+    ) {
+        let after: Vec<u64> = before.iter().zip(&events).map(|(b, e)| b.wrapping_add(*e)).collect();
+        let total: u64 = events.iter().sum();
+        let uma = |v: &[u64]| {
+            let z = Zone { name: "z", size, allocs: v[0], cpus: vec![(v[1], 0, 0), (v[2], 0, 0)], ..Zone::default() };
+            parse_uma(&uma_stream(2, &[z]), 1).unwrap().remove(0)
+        };
+        let (u0, u1) = (uma(&before), uma(&after));
+        prop_assert_eq!(u1.allocs.unwrap().wrapping_sub(u0.allocs.unwrap()), total);
+        prop_assert_eq!(
+            u1.bytes_allocated.unwrap().wrapping_sub(u0.bytes_allocated.unwrap()),
+            total.wrapping_mul(u64::from(size))
+        );
+        let malloc = |v: &[u64]| {
+            let cpus = v.iter().map(|&x| [x, x, x, 0, 0]).collect::<Vec<_>>();
+            parse_malloc(&malloc_stream(4, &[("t", cpus)]), 2).unwrap().remove(0)
+        };
+        let (m0, m1) = (malloc(&before), malloc(&after));
+        prop_assert_eq!(m1.allocs.unwrap().wrapping_sub(m0.allocs.unwrap()), total);
+        prop_assert_eq!(m1.bytes_allocated.unwrap().wrapping_sub(m0.bytes_allocated.unwrap()), total);
+        prop_assert_eq!(m1.bytes_freed.unwrap().wrapping_sub(m0.bytes_freed.unwrap()), total);
+    }
+
+    /// A true level (below 2^63) comes out exact however the counters around it wrapped, and a
+    /// reading whose frees ran ahead of its allocations comes out as 0.
+    #[test]
+    fn malloc_levels_are_exact_across_the_wrap_then_clamped(
+        true_frees in 0u128..(1u128 << 66),
+        level in prop_oneof![0u64..1000, (0u64..1 << 20).prop_map(|d| (1u64 << 63) - 1 - d)],
+        ahead in 1u64..1_000_000,
+        split in 0u64..1_000_000,
+    ) {
+        let m = 1u128 << 64;
+        let at = |x: u128| (x % m) as u64;
+        // The true allocations are frees + level; both are spread over two CPUs, so either
+        // sum may wrap.
+        let true_allocs = true_frees + u128::from(level);
+        let spread = |total: u128| -> [u64; 2] {
+            let a = at(total).wrapping_sub(split);
+            [a, split]
+        };
+        let (a, f) = (spread(true_allocs), spread(true_frees));
+        let cpus = vec![[a[0], f[0], a[0], f[0], 1], [a[1], f[1], a[1], f[1], 2]];
+        let t = parse_malloc(&malloc_stream(2, &[("t", cpus)]), 1).unwrap().remove(0);
+        prop_assert_eq!(t.in_use_count, Some(level));
+        prop_assert_eq!(t.in_use_bytes, Some(level));
+        prop_assert_eq!(t.size_mask, Some(3));
+        // The same counters with the frees read ahead of the allocations.
+        let f_ahead = spread(true_allocs + u128::from(ahead));
+        let cpus = vec![[a[0], f_ahead[0], a[0], f_ahead[0], 0], [a[1], f_ahead[1], a[1], f_ahead[1], 0]];
+        let t = parse_malloc(&malloc_stream(2, &[("t", cpus)]), 1).unwrap().remove(0);
+        prop_assert_eq!((t.in_use_count, t.in_use_bytes), (Some(0), Some(0)));
+        prop_assert_eq!(
+            t.per_cpu.iter().map(|p| (p.bytes_allocated, p.bytes_freed, p.size_mask)).collect::<Vec<_>>(),
+            vec![(Some(a[0]), Some(f_ahead[0]), Some(0)), (Some(a[1]), Some(f_ahead[1]), Some(0))]
+        );
     }
 }

@@ -403,12 +403,14 @@ fn fixture_seed() -> Vec<u8> {
             allocs: Some(1),
             frees: None,
             cache_free: Some(2),
+            ..PerCpu::default()
         },
         PerCpu {
             cpu: 3,
             allocs: None,
             frees: Some(4),
             cache_free: None,
+            ..PerCpu::default()
         },
     ];
     let mut m = MemoryType::new(Allocator::Malloc, "devbuf");

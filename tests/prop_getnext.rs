@@ -198,6 +198,13 @@ fn expected(
             put(r(&[1, 3, 1, 2, idx, c.cpu]), c64(c.allocs));
             put(r(&[1, 3, 1, 3, idx, c.cpu]), c64(c.frees));
             put(r(&[1, 3, 1, 4, idx, c.cpu]), c64(c.cache_free));
+            put(r(&[1, 3, 1, 5, idx, c.cpu]), c64(c.bytes_allocated));
+            put(r(&[1, 3, 1, 6, idx, c.cpu]), c64(c.bytes_freed));
+            put(
+                r(&[1, 3, 1, 7, idx, c.cpu]),
+                c.size_mask
+                    .map(|m| Value::OctetString(m.to_be_bytes().to_vec())),
+            );
         }
     }
 
@@ -281,17 +288,27 @@ fn arb_per_cpu() -> impl Strategy<Value = Vec<PerCpu>> {
     let cpus: Vec<u32> = (0u32..6).chain([63, 1023]).collect();
     (
         proptest::sample::subsequence(cpus, 0..5),
-        proptest::collection::vec((fig(), fig(), fig()), 8),
+        proptest::collection::vec((fig(), fig(), fig(), fig(), fig(), fig()), 8),
     )
         .prop_map(|(cpus, figs)| {
             cpus.into_iter()
                 .zip(figs)
-                .map(|(cpu, (allocs, frees, cache_free))| PerCpu {
-                    cpu,
-                    allocs,
-                    frees,
-                    cache_free,
-                })
+                .map(
+                    |(
+                        cpu,
+                        (allocs, frees, cache_free, bytes_allocated, bytes_freed, size_mask),
+                    )| {
+                        PerCpu {
+                            cpu,
+                            allocs,
+                            frees,
+                            cache_free,
+                            bytes_allocated,
+                            bytes_freed,
+                            size_mask,
+                        }
+                    },
+                )
                 .collect::<Vec<_>>()
         })
         .prop_shuffle()
@@ -480,6 +497,7 @@ fn arb_dup_per_cpu() -> impl Strategy<Value = Vec<PerCpu>> {
                 allocs: Some(x),
                 frees: Some(x + 1),
                 cache_free: None,
+                ..PerCpu::default()
             })
             .collect()
     })
@@ -535,6 +553,7 @@ fn repeated_cpu_numbers_get_and_getnext_agree() {
             allocs: Some(k),
             frees: None,
             cache_free: None,
+            ..PerCpu::default()
         })
         .collect();
     let view = MibView::new(

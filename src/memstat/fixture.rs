@@ -74,6 +74,9 @@ mod tests {
             allocs: Some(5),
             frees: None,
             cache_free: Some(2),
+            bytes_allocated: Some(u64::MAX),
+            bytes_freed: None,
+            size_mask: Some(1 << 63),
         }];
         let s = Snapshot::new(
             7,
@@ -83,6 +86,13 @@ mod tests {
         );
         let j = to_json(&s);
         assert!(!j.contains("failures"), "absent figures are omitted: {j}");
+        // Per-CPU bytes and size mask are in the JSON, an absent one is not.
+        assert!(
+            j.contains(r#""bytes_allocated": 18446744073709551615"#),
+            "{j}"
+        );
+        assert!(j.contains(r#""size_mask": 9223372036854775808"#), "{j}");
+        assert!(!j.contains("bytes_freed"), "{j}");
         assert_eq!(parse(j.as_bytes(), "f").unwrap(), s);
     }
 

@@ -6,9 +6,13 @@
 //! records per type (1024 on amd64): real ones for CPUs `0..=mp_maxid`, zero padding after.
 //!
 //! Malloc types have no item size, limit, free count, failures or sleeps: those stay `None`.
+//!
+//! Counters are summed modulo 2^64, as libmemstat and the kernel sum them; the in-use levels
+//! are computed modulo 2^64 too, then clamped to zero where a lock-free read shows more freed
+//! than allocated ([`level_between`]).
 
 use super::sysctl::stream::{self, array_at, u64_at, Names};
-use super::{Allocator, MemoryType, PerCpu, SourceError};
+use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
 
 /// The sysctl this stream is read from; also the `what` of its errors.
 pub const WHAT: &str = "kern.malloc_stats";
@@ -79,16 +83,21 @@ fn parse_type(
         let off = cpus_at + cpu * stream::PERCPU_LEN;
         let r: &[u8; stream::PERCPU_LEN] = array_at(buf, off).ok_or_else(|| truncated(off))?;
         let (a, f) = (u64_at(r, MTS_NUMALLOCS), u64_at(r, MTS_NUMFREES));
-        bytes_allocated = bytes_allocated.saturating_add(u64_at(r, MTS_MEMALLOCED));
-        bytes_freed = bytes_freed.saturating_add(u64_at(r, MTS_MEMFREED));
-        allocs = allocs.saturating_add(a);
-        frees = frees.saturating_add(f);
-        size_mask |= u64_at(r, MTS_SIZE);
+        let (ba, bf) = (u64_at(r, MTS_MEMALLOCED), u64_at(r, MTS_MEMFREED));
+        let mask = u64_at(r, MTS_SIZE);
+        bytes_allocated = bytes_allocated.wrapping_add(ba);
+        bytes_freed = bytes_freed.wrapping_add(bf);
+        allocs = allocs.wrapping_add(a);
+        frees = frees.wrapping_add(f);
+        size_mask |= mask;
         t.per_cpu.push(PerCpu {
             cpu: cpu as u32,
             allocs: Some(a),
             frees: Some(f),
             cache_free: None,
+            bytes_allocated: Some(ba),
+            bytes_freed: Some(bf),
+            size_mask: Some(mask),
         });
     }
 
@@ -97,9 +106,9 @@ fn parse_type(
     t.bytes_allocated = Some(bytes_allocated);
     t.bytes_freed = Some(bytes_freed);
     // Per-CPU counters are read without locks, so a snapshot can show more freed than
-    // allocated; libmemstat then wraps, we stop at zero.
-    t.in_use_count = Some(allocs.saturating_sub(frees));
-    t.in_use_bytes = Some(bytes_allocated.saturating_sub(bytes_freed));
+    // allocated; libmemstat then wraps to near 2^64, we report 0.
+    t.in_use_count = Some(level_between(allocs, frees));
+    t.in_use_bytes = Some(level_between(bytes_allocated, bytes_freed));
     t.size_mask = Some(size_mask);
     Ok(t)
 }
@@ -161,7 +170,10 @@ mod tests {
                 cpu: 1,
                 allocs: Some(1),
                 frees: Some(2),
-                cache_free: None
+                cache_free: None,
+                bytes_allocated: Some(64),
+                bytes_freed: Some(128),
+                size_mask: Some(0b100),
             }
         );
         for absent in [

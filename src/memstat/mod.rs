@@ -82,7 +82,8 @@ fn cpu_index<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 }
 
 /// Per-CPU figures, where the source has them (UMA: allocations, frees, cache free; malloc:
-/// allocations and frees). Only CPUs `0..=kern.smp.maxid` are present.
+/// allocations, frees, bytes allocated and freed, size mask: every per-CPU figure libmemstat
+/// has). Only CPUs `0..=kern.smp.maxid` are present.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PerCpu {
     #[serde(deserialize_with = "cpu_index")]
@@ -93,6 +94,31 @@ pub struct PerCpu {
     pub frees: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_free: Option<u64>,
+    /// Bytes allocated on this CPU (malloc `mts_memalloced`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_allocated: Option<u64>,
+    /// Bytes freed on this CPU (malloc `mts_memfreed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_freed: Option<u64>,
+    /// Malloc zones this type has used on this CPU (malloc `mts_size`); the type's
+    /// [`MemoryType::size_mask`] is these OR-ed together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_mask: Option<u64>,
+}
+
+/// A level (a MemGauge64: items or bytes in use) derived from two counters read without a
+/// lock: `added - removed`, computed modulo 2^64 like the counters themselves, so that it
+/// stays right when `added` has wrapped and `removed` not yet. A difference of 2^63 or more
+/// cannot be a real level: it means `removed` was read ahead of `added` (the kernel's per-CPU
+/// counters are read one after another while other CPUs keep counting), and gives 0.
+/// libmemstat reports such a difference as it is (a number near 2^64).
+pub fn level_between(added: u64, removed: u64) -> u64 {
+    let level = added.wrapping_sub(removed);
+    if level >= 1 << 63 {
+        0
+    } else {
+        level
+    }
 }
 
 /// One memory type: a UMA zone, a malloc(9) type, or a Linux slab cache.
@@ -254,10 +280,16 @@ impl Snapshot {
         self.types.iter()
     }
 
-    /// The first type of this allocator and name (libmemstat's `memstat_mtl_find`).
+    /// The type of this allocator and name that libmemstat's `memstat_mtl_find` returns.
+    ///
+    /// libmemstat keeps its list in the reverse of kernel order (it inserts each type at the
+    /// head) and returns the first match in that list, so where the kernel has several types
+    /// of one name this is the *last* of them in kernel order: the one with the highest
+    /// ordinal. Use [`Snapshot::get`] to pick one by ordinal.
     pub fn find(&self, allocator: Allocator, name: &str) -> Option<&MemoryType> {
         self.types
             .iter()
+            .rev()
             .find(|t| t.allocator == allocator && t.name == name)
     }
 
@@ -346,6 +378,50 @@ mod tests {
     }
 
     #[test]
+    fn find_matches_memstat_mtl_find_with_repeated_names() {
+        // Kernel order: uma a (ordinal 0), uma b, malloc a, uma a (ordinal 1), uma a (2).
+        let mut v = vec![
+            t(Allocator::Uma, "a", 10),
+            t(Allocator::Uma, "b", 20),
+            t(Allocator::Malloc, "a", 30),
+            t(Allocator::Uma, "a", 40),
+            t(Allocator::Uma, "a", 50),
+        ];
+        assign_ordinals(&mut v);
+        let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), v);
+        // libmemstat's list is the reverse of kernel order and its find returns the first
+        // match there: the last uma "a" in kernel order.
+        let a = s.find(Allocator::Uma, "a").unwrap();
+        assert_eq!((a.ordinal, a.allocs), (2, Some(50)));
+        // Other allocators' types of the same name are not candidates.
+        let m = s.find(Allocator::Malloc, "a").unwrap();
+        assert_eq!((m.ordinal, m.allocs), (0, Some(30)));
+        assert_eq!(s.find(Allocator::Uma, "b").unwrap().allocs, Some(20));
+        assert!(s.find(Allocator::Slab, "a").is_none());
+        assert!(s.find(Allocator::Uma, "c").is_none());
+        // The earlier ones stay reachable by key.
+        let first = TypeKey {
+            allocator: Allocator::Uma,
+            name: "a".into(),
+            ordinal: 0,
+        };
+        assert_eq!(s.get(&first).unwrap().allocs, Some(10));
+    }
+
+    #[test]
+    fn levels_wrap_with_their_counters_then_clamp() {
+        assert_eq!(level_between(10, 4), 6);
+        assert_eq!(level_between(4, 4), 0);
+        // Frees read ahead of allocations: clamped, not 2^64 - 1.
+        assert_eq!(level_between(4, 5), 0);
+        // Allocations wrapped past 2^64, frees not yet: the true level.
+        assert_eq!(level_between(3, u64::MAX - 1), 5);
+        // The boundary: 2^63 - 1 is a level, 2^63 is not.
+        assert_eq!(level_between(1 << 63, 1), (1 << 63) - 1);
+        assert_eq!(level_between(1 << 63, 0), 0);
+    }
+
+    #[test]
     fn find_get_and_diff() {
         let mut a = vec![t(Allocator::Uma, "x", 100), t(Allocator::Uma, "x", 10)];
         assign_ordinals(&mut a);
@@ -353,7 +429,8 @@ mod tests {
         let mut b = vec![t(Allocator::Uma, "x", 300), t(Allocator::Uma, "x", 5)];
         assign_ordinals(&mut b);
         let s2 = Snapshot::new(2, UNIX_EPOCH + Duration::from_secs(12), "t".into(), b);
-        assert_eq!(s2.find(Allocator::Uma, "x").unwrap().allocs, Some(300));
+        // Two types named x: find returns the last in kernel order, as memstat_mtl_find.
+        assert_eq!(s2.find(Allocator::Uma, "x").unwrap().allocs, Some(5));
         assert!(s2.find(Allocator::Malloc, "x").is_none());
         let k1 = TypeKey {
             allocator: Allocator::Uma,

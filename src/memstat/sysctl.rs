@@ -227,6 +227,40 @@ mod sys {
     }
 }
 
+/// The malloc zone sizes of the running kernel: `vm.malloc.zone_sizes`, the `kz_size` of each
+/// `kmemzones` entry, `vm.malloc.zone_count` of them (the count includes the terminating
+/// entry, of size 0). Bit n of a malloc type's size mask means zone n. `None` where the
+/// sysctls are missing (before FreeBSD 13) or not FreeBSD at all.
+pub fn malloc_zone_sizes() -> Option<Vec<u32>> {
+    #[cfg(target_os = "freebsd")]
+    {
+        let mut count = [0u8; 4];
+        let n = sys::sysctl("vm.malloc.zone_count", Some(&mut count)).ok()?;
+        let count = (n == 4).then(|| u32::from_ne_bytes(count))?;
+        // libmemstat accepts at most 32 zones; so do we (and so the buffer is bounded).
+        let mut sizes = [0u8; 32 * 4];
+        let len = sys::sysctl("vm.malloc.zone_sizes", Some(&mut sizes)).ok()?;
+        parse_zone_sizes(count, &sizes[..len.min(sizes.len())])
+    }
+    #[cfg(not(target_os = "freebsd"))]
+    {
+        None
+    }
+}
+
+/// `count` native-endian ints from `vm.malloc.zone_sizes`; `None` if `count` is over
+/// libmemstat's limit of 32, the buffer is short, or a size is negative.
+pub fn parse_zone_sizes(count: u32, bytes: &[u8]) -> Option<Vec<u32>> {
+    if count > 32 || bytes.len() < count as usize * 4 {
+        return None;
+    }
+    bytes
+        .chunks_exact(4)
+        .take(count as usize)
+        .map(|c| u32::try_from(i32::from_ne_bytes([c[0], c[1], c[2], c[3]])).ok())
+        .collect()
+}
+
 /// Byte-level helpers shared by the `vm.zone_stats` and `kern.malloc_stats` parsers.
 ///
 /// Fields are read with constant offsets from records whose length has already been checked,
@@ -571,6 +605,24 @@ mod tests {
     fn open_is_unavailable_off_freebsd() {
         let e = KernelStreams::open().err().expect("must fail off FreeBSD");
         assert!(matches!(&e, SourceError::Unavailable { message } if message.contains("FreeBSD")));
+    }
+
+    #[test]
+    fn zone_sizes_are_read_as_the_count_says_and_bounded() {
+        let b: Vec<u8> = [16i32, 32, 384, 0, 99]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        assert_eq!(parse_zone_sizes(4, &b), Some(vec![16, 32, 384, 0]));
+        assert_eq!(parse_zone_sizes(0, &b), Some(vec![]));
+        assert_eq!(parse_zone_sizes(6, &b), None, "short buffer");
+        assert_eq!(
+            parse_zone_sizes(33, &[0; 200]),
+            None,
+            "over libmemstat's 32"
+        );
+        let neg: Vec<u8> = (-1i32).to_ne_bytes().to_vec();
+        assert_eq!(parse_zone_sizes(1, &neg), None);
     }
 
     #[test]

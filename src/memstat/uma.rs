@@ -5,14 +5,18 @@
 //! 64-byte `uma_percpu_stat` records. The kernel writes `mp_maxid + 1` records per zone, all
 //! real.
 //!
-//! The figures are derived as libmemstat's `memstat_sysctl_uma` derives them, with three
-//! deliberate differences: allocs and frees are the raw sums (libmemstat raises allocs to
-//! frees when a lock-free snapshot shows more frees, which makes the counter non-monotonic),
-//! in-use figures saturate at zero instead of wrapping, and the byte limit is computed in 64
-//! bits (libmemstat multiplies two `uint32_t`s and wraps).
+//! The figures are derived as libmemstat's `memstat_sysctl_uma` derives them: counters are
+//! summed and multiplied modulo 2^64, as libmemstat's `uint64_t` arithmetic and the kernel's
+//! own counters do, so a counter that passes 2^64 wraps to a small number and goes on counting
+//! (a poller sees one wrap, not a value stuck at the top). There are three deliberate
+//! differences: allocs and frees are the raw sums (libmemstat raises allocs to frees when a
+//! lock-free snapshot shows more frees, which makes the counter non-monotonic), the in-use
+//! level is clamped to zero where a lock-free read shows more frees than allocations
+//! ([`level_between`]; libmemstat wraps to a number near 2^64), and the byte limit is computed
+//! in 64 bits (libmemstat multiplies two `uint32_t`s and wraps).
 
 use super::sysctl::stream::{self, array_at, u32_at, u64_at, Names};
-use super::{Allocator, MemoryType, PerCpu, SourceError};
+use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
 
 /// The sysctl this stream is read from; also the `what` of its errors.
 pub const WHAT: &str = "vm.zone_stats";
@@ -118,8 +122,10 @@ fn parse_zone(
             u64_at(r, UPS_FREES),
             u64_at(r, UPS_CACHE_FREE),
         );
-        allocs = allocs.saturating_add(a);
-        frees = frees.saturating_add(f);
+        // Counters wrap as the kernel's do; the cache's free items are a level, which
+        // saturates (MemGauge64 never wraps).
+        allocs = allocs.wrapping_add(a);
+        frees = frees.wrapping_add(f);
         cache_free = cache_free.saturating_add(c);
         if cpu < exposed {
             t.per_cpu.push(PerCpu {
@@ -127,11 +133,12 @@ fn parse_zone(
                 allocs: Some(a),
                 frees: Some(f),
                 cache_free: Some(c),
+                ..PerCpu::default()
             });
         }
     }
 
-    let in_use = allocs.saturating_sub(frees);
+    let in_use = level_between(allocs, frees);
     t.size = Some(size);
     t.real_size = Some(u64::from(u32_at(h, UTH_RSIZE)));
     t.count_limit = Some(limit);
@@ -140,8 +147,10 @@ fn parse_zone(
     t.frees = Some(frees);
     t.in_use_count = Some(in_use);
     t.in_use_bytes = Some(in_use.saturating_mul(size));
-    t.bytes_allocated = Some(allocs.saturating_mul(size));
-    t.bytes_freed = Some(frees.saturating_mul(size));
+    // Counters times a constant stay counters modulo 2^64: (allocs mod 2^64) × size is the
+    // true byte count mod 2^64, which a poller reads across the wrap like any Counter64.
+    t.bytes_allocated = Some(allocs.wrapping_mul(size));
+    t.bytes_freed = Some(frees.wrapping_mul(size));
     t.free_count = Some(
         cache_free
             .saturating_add(zone_free)
@@ -186,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn sums_clamps_and_saturates() {
+    fn sums_and_wraps() {
         let mut s = header(1, 2, 2);
         s.extend(zone(b"a\0", 0, 10, 1, &[(5, 2, 3), (1, 1, 4)]));
         s.extend(zone(
@@ -207,11 +216,15 @@ mod tests {
         assert_eq!(t[0].per_cpu.len(), 1, "maxid 0 exposes CPU 0 only");
         // u32::MAX × 64 needs more than 32 bits.
         assert_eq!(t[0].bytes_limit, Some(u64::from(u32::MAX) * 64));
+        // allocs 1, frees 2^64 - 1: modulo 2^64 that is 2 in use (allocations wrapped
+        // once, frees not yet).
         assert_eq!(
             (t[1].in_use_count, t[1].keg_free, t[1].free_count),
-            (Some(0), None, Some(0))
+            (Some(2), None, Some(0))
         );
-        assert_eq!(t[1].bytes_freed, Some(u64::MAX));
+        // (2^64 - 1) × 64 modulo 2^64.
+        assert_eq!(t[1].bytes_freed, Some(u64::MAX - 63));
+        assert_eq!(t[1].in_use_bytes, Some(128));
     }
 
     #[test]

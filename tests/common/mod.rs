@@ -444,6 +444,16 @@ pub fn sample_types() -> Vec<MemoryType> {
     let mut malloc = MemoryType::new(Allocator::Malloc, "temp");
     malloc.allocs = Some(123);
     malloc.size_mask = Some(0x24);
+    // A malloc type's per-CPU figures: counts, bytes and the size mask, none for the cache.
+    malloc.per_cpu = vec![memstat_agentx::memstat::PerCpu {
+        cpu: 3,
+        allocs: Some(120),
+        frees: Some(7),
+        bytes_allocated: Some(u64::MAX - 5),
+        bytes_freed: Some(448),
+        size_mask: Some(0x20),
+        ..Default::default()
+    }];
     let mut dup = full_type(Allocator::Uma, "mbuf", 9);
     dup.ordinal = 1;
     vec![

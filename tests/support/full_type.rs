@@ -32,12 +32,16 @@ pub fn full_type(alloc: Allocator, name: &str, seed: u64) -> MemoryType {
             allocs: Some(big + 1),
             frees: Some(seed),
             cache_free: Some(3),
+            bytes_allocated: Some(big * 7),
+            bytes_freed: Some(big * 2),
+            size_mask: Some(0x0807_0605_0403_0201 + seed),
         },
         PerCpu {
             cpu: 1,
             allocs: Some(2),
             frees: Some(1),
             cache_free: None,
+            ..PerCpu::default()
         },
     ];
     t
