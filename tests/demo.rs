@@ -18,7 +18,7 @@ fn fixture_by_bytes() -> Vec<(u64, String)> {
         .iter()
         .filter_map(|t| Some((t["in_use_bytes"].as_u64()?, t["name"].as_str()?.to_string())))
         .collect();
-    types.sort_by(|a, b| b.0.cmp(&a.0));
+    types.sort_by_key(|t| std::cmp::Reverse(t.0));
     types
 }
 
