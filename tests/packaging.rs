@@ -291,6 +291,65 @@ fn port_version_user_and_group_agree_with_the_tree() {
     }
 }
 
+/// make itself reads the port (bmake, the BSD make the ports framework is written for), with
+/// stand-ins for sys.mk and bsd.port.mk that include Makefile.crates as USES=cargo does and
+/// print what the framework would use.
+#[test]
+fn port_makefile_parses_with_bsd_make() {
+    require_bmake();
+    let mk = tempfile::tempdir().unwrap();
+    std::fs::write(mk.path().join("sys.mk"), "").unwrap();
+    std::fs::write(
+        mk.path().join("bsd.port.mk"),
+        ".sinclude \"${.CURDIR}/Makefile.crates\"\n\
+         FILESDIR?=${.CURDIR}/files\n\
+         show:\n\
+         \t@echo ${MEMSTAT_SRCDIR}\n\
+         \t@echo ${CARGO_CRATES}\n\
+         \t@echo ${UID_FILES}\n\
+         \t@echo ${DISTFILES}\n",
+    )
+    .unwrap();
+    let out = Command::new("bmake")
+        .arg("-m")
+        .arg(mk.path())
+        .args(["show", "PORTSDIR=/usr/ports", "LOCALBASE=/usr/local"])
+        .current_dir(port_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "bmake: {}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(
+        Path::new(lines[0]).canonicalize().unwrap(),
+        Path::new(ROOT).canonicalize().unwrap(),
+        "MEMSTAT_SRCDIR is not the tree"
+    );
+    let crates: Vec<String> = locked_crates()
+        .iter()
+        .map(|(n, v, _)| format!("{n}-{v}"))
+        .collect();
+    assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), crates);
+    assert_eq!(
+        lines[2],
+        format!("/usr/ports/UIDs {}/files/UIDs", port_dir().display())
+    );
+    assert_eq!(lines[3], "", "DISTFILES beyond the crates: {}", lines[3]);
+}
+
+fn require_bmake() {
+    let found = Command::new("sh")
+        .args(["-c", "command -v bmake"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(found, "bmake is not installed: run scripts/install-deps");
+}
+
 #[test]
 fn debian_metadata_agrees_with_cargo_toml() {
     let changelog = read(&Path::new(ROOT).join("debian/changelog"));
