@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use memstat_agentx::agentx::pdu::{self, DecodeErrorKind, Header, Pdu, HEADER_LEN, MAX_PAYLOAD};
-use memstat_agentx::config::Config;
+use memstat_agentx::config::RawSettings;
 use memstat_agentx::memstat::{fixture, linux, malloc, uma, MemoryType};
 use std::path::Path;
 
@@ -205,18 +205,19 @@ pub fn fixture_json(data: &[u8]) {
     }
 }
 
-/// `Config::from_toml_str`; an accepted configuration must render (`check-config`) to TOML
-/// that parses back to the same settings.
+/// `RawSettings::from_toml_str`, then the one conversion; an accepted configuration must
+/// render (`check-config`) to TOML that parses back to the same settings.
 pub fn config_toml(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     let path = Path::new("fuzz.toml");
-    match Config::from_toml_str(text, path) {
+    let parse = |t: &str| RawSettings::from_toml_str(t, path).and_then(|raw| raw.convert());
+    match parse(text) {
         Ok(c) => {
             let r = c.render();
-            let back = Config::from_toml_str(&r, path)
-                .unwrap_or_else(|e| panic!("rendered config does not parse: {e}\n{r}"));
+            let back =
+                parse(&r).unwrap_or_else(|e| panic!("rendered config does not parse: {e}\n{r}"));
             assert_eq!(back, c, "{r}");
         }
         Err(e) => {

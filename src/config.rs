@@ -1,18 +1,25 @@
-//! The configuration file (TOML, kebab-case keys) and command-line overrides.
+//! The settings: each one defined once, in [`settings!`] below, with its key, type, default,
+//! documentation, validation and whether a SIGHUP applies it.
 //!
-//! Every problem in a file is reported with the file name, the line, and the key:
+//! Values are read raw, as written, from the file ([`RawSettings::read_file`]) and from the
+//! command line ([`RawSettings::set_arg`]); the two are merged, and then converted once into
+//! a typed [`Config`] by [`RawSettings::convert`], which `run`, `check-config` and a SIGHUP
+//! reload all call. Every error names where the bad value came from:
 //!
 //! ```text
 //! /etc/memstat-agentx.toml:4: key `max-age`: must be a positive number of seconds
+//! command line: option `--max-age`: must be a positive number of seconds
 //! ```
-//!
-//! The file is read as a table of spanned keys and spanned values, so type checks and range
-//! checks are done here (not by serde) and can always point at the line they are about.
-//! Command-line values are checked by [`Overrides::check`] or [`Config::apply_checked`]; their
-//! errors name the option (`--max-age`) instead of a line.
 
+use crate::agentx::session::MasterAddr;
+pub use crate::logging::{LogLevel, LogTarget};
+use crate::memstat::source::not_regular;
+use crate::memstat::SourceKind;
+use crate::privdrop::{self, Account};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -32,117 +39,123 @@ pub const DEFAULT_STATE_DIR: &str = if cfg!(target_os = "freebsd") {
     "/var/lib/memstat-agentx"
 };
 
-/// net-snmp's default AgentX master socket.
-pub const DEFAULT_AGENTX_SOCKET: &str = "/var/agentx/master";
-
 /// The largest duration any setting accepts, in seconds (one day). Longer values are certainly
 /// typos, and keeping durations small keeps timer arithmetic far from overflow.
 pub const MAX_SECONDS: f64 = 86_400.0;
 
-/// The log levels `log-level` accepts.
-pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+/// The most the configuration file may hold. The shipped file is 3 KiB; anything near this is
+/// not a configuration, and reading it must not cost the daemon its memory.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
-/// Every key the file may contain, in the order [`Config::render`] writes them.
-pub const KEYS: [&str; 12] = [
-    "agentx-socket",
-    "source",
-    "max-age",
-    "walk-window",
-    "ping-interval",
-    "backoff-min",
-    "backoff-max",
-    "state-dir",
-    "log-level",
-    "log-target",
-    "user",
-    "agent-caps",
-];
+/// Defines every setting once: the [`Config`] field with its type, the key (also the option
+/// name), the conversion that checks it, the default (in command-line syntax; `None` for
+/// unset), whether a reload applies it, and its documentation (the first line is `--help`).
+macro_rules! settings {
+    ($( $(#[doc = $doc:literal])+
+        $field:ident: $ty:ty = $key:literal via $conv:ident, default $default:expr, $reload:ident; )+) => {
+        /// The effective settings, converted and checked.
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct Config { $( $(#[doc = $doc])+ pub $field: $ty, )+ }
 
-/// The effective settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// The master's address: a path, `unix:PATH` or `tcp:HOST:PORT`.
-    pub agentx_socket: String,
-    /// `auto`, `linux`, `linux:PATH`, `freebsd` or `fixture:PATH`.
-    pub source: String,
-    /// A snapshot older than this is refreshed before it answers a request.
-    pub max_age: Duration,
-    /// How long a walk's continuation OIDs stay pinned to the snapshot the walk started on.
-    pub walk_window: Duration,
-    /// How often to ping the master when idle; zero disables pings.
-    pub ping_interval: Duration,
-    /// The first reconnection delay after losing the master.
-    pub backoff_min: Duration,
-    /// The reconnection delay never grows beyond this.
-    pub backoff_max: Duration,
-    /// Where the daemon keeps its state.
-    pub state_dir: PathBuf,
-    /// error, warn, info, debug or trace.
-    pub log_level: String,
-    /// Where log lines go.
-    pub log_target: LogTarget,
-    /// Switch to this user (and its groups) after opening privileged sources.
-    pub user: Option<String>,
-    /// Register sysORTable entries with AddAgentCaps.
-    pub agent_caps: bool,
-}
+        /// Every setting, in the order `check-config` prints them.
+        pub const SETTINGS: &[Setting] = &[$( Setting {
+            key: $key,
+            doc: concat!($($doc, "\n"),+),
+            default: $default,
+            kind: $conv.kind,
+            reload: Reload::$reload,
+        }, )+];
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            agentx_socket: DEFAULT_AGENTX_SOCKET.to_string(),
-            source: "auto".to_string(),
-            max_age: Duration::from_secs(5),
-            walk_window: Duration::from_secs(30),
-            ping_interval: Duration::from_secs(15),
-            backoff_min: Duration::from_millis(250),
-            backoff_max: Duration::from_secs(2),
-            state_dir: PathBuf::from(DEFAULT_STATE_DIR),
-            log_level: "info".to_string(),
-            log_target: LogTarget::Stderr,
-            user: None,
-            agent_caps: true,
+        impl Config {
+            fn convert_each(raw: &RawSettings) -> Result<Config, ConfigError> {
+                Ok(Config { $( $field: raw.convert_one($key, $default, &$conv)?, )+ })
+            }
+
+            /// Each setting's key and value as a TOML literal (`None`: unset).
+            fn values(&self) -> Vec<(&'static str, Option<String>)> {
+                vec![$( ($key, ($conv.show)(&self.$field)), )+]
+            }
         }
-    }
+    };
 }
 
-/// Where log lines go.
+settings! {
+    /// The AgentX master: an absolute socket path, unix:PATH or tcp:HOST:PORT.
+    agentx_socket: MasterAddr = "agentx-socket" via MASTER, default Some("/var/agentx/master"), Applied;
+    /// Where the statistics come from: auto, linux, linux:PATH, freebsd or fixture:PATH.
+    source: SourceKind = "source" via SOURCE, default Some("auto"), Restart;
+    /// Maximum snapshot age for a new walk or a Get, in seconds (greater than zero).
+    max_age: Duration = "max-age" via POSITIVE_SECONDS, default Some("5"), Applied;
+    /// How long a walk stays on its snapshot, in seconds (greater than zero).
+    walk_window: Duration = "walk-window" via POSITIVE_SECONDS, default Some("30"), Applied;
+    /// Seconds between Pings to the master on an idle session; 0 disables them.
+    ping_interval: Duration = "ping-interval" via SECONDS_OR_OFF, default Some("15"), Applied;
+    /// First delay before reconnecting to the master, in seconds.
+    backoff_min: Duration = "backoff-min" via POSITIVE_SECONDS, default Some("0.25"), Applied;
+    /// Longest delay before reconnecting to the master, in seconds.
+    backoff_max: Duration = "backoff-max" via POSITIVE_SECONDS, default Some("2"), Applied;
+    /// Directory for the persistent index assignments (an absolute path).
+    state_dir: PathBuf = "state-dir" via ABSOLUTE_PATH, default Some(DEFAULT_STATE_DIR), Restart;
+    /// Least severe messages logged: error, warn, info, debug or trace.
+    log_level: LogLevel = "log-level" via LOG_LEVEL, default Some("info"), Applied;
+    /// Where log lines go: stderr or syslog.
+    log_target: LogTarget = "log-target" via LOG_TARGET, default Some("stderr"), Restart;
+    /// When started as root, switch to this user after opening the source.
+    user: Option<Account> = "user" via USER, default None, Restart;
+    /// Register the MIB in the master's sysORTable (AgentX AddAgentCaps).
+    agent_caps: bool = "agent-caps" via SWITCH, default Some("true"), Applied;
+}
+
+/// One setting's definition (see [`settings!`]).
+#[derive(Debug)]
+pub struct Setting {
+    pub key: &'static str,
+    pub doc: &'static str,
+    pub default: Option<&'static str>,
+    pub kind: Kind,
+    pub reload: Reload,
+}
+
+/// How a setting is written: decimal seconds (`--key SECONDS`), a string (`--key VALUE`), or
+/// a boolean (the flags `--key` and `--no-key`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogTarget {
-    /// Standard error, for the foreground and for supervisors that capture output.
-    Stderr,
-    /// The local syslog daemon, facility daemon.
-    Syslog,
+pub enum Kind {
+    Seconds,
+    Text,
+    Switch,
 }
 
-impl LogTarget {
-    /// The name used in the file and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogTarget::Stderr => "stderr",
-            LogTarget::Syslog => "syslog",
-        }
+/// Whether a SIGHUP applies a changed value, or the old one stays until a restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reload {
+    Applied,
+    Restart,
+}
+
+impl Setting {
+    /// The first line of the documentation: the `--help` text.
+    pub fn summary(&self) -> &'static str {
+        self.doc.lines().next().unwrap_or("").trim()
     }
 }
 
-impl fmt::Display for LogTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// A value as written, before conversion.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawValue {
+    /// From the file, with its TOML type.
+    Toml(Value),
+    /// From the command line or a default: text, converted by the setting's own rules.
+    Arg(String),
+    /// A setting with no default, not given.
+    Unset,
 }
 
-impl FromStr for LogTarget {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "stderr" => Ok(LogTarget::Stderr),
-            "syslog" => Ok(LogTarget::Syslog),
-            _ => Err(format!(
-                "unknown log target {s:?}: use \"stderr\" or \"syslog\""
-            )),
-        }
-    }
+/// Where a raw value came from, for error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Default,
+    File { path: PathBuf, line: usize },
+    CommandLine,
 }
 
 /// A configuration problem, located as precisely as possible.
@@ -163,472 +176,382 @@ impl fmt::Display for ConfigError {
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
         }
-        f.write_str(": ")?;
-        if let Some(key) = &self.key {
-            if key.starts_with("--") {
-                write!(f, "option `{key}`: ")?;
-            } else {
-                write!(f, "key `{key}`: ")?;
-            }
+        match &self.key {
+            Some(k) if k.starts_with("--") => write!(f, ": option `{k}`")?,
+            Some(k) => write!(f, ": key `{k}`")?,
+            None => {}
         }
-        f.write_str(&self.message)
+        write!(f, ": {}", self.message)
     }
 }
 
 impl std::error::Error for ConfigError {}
 
-/// Command-line values; each one that is set replaces the file's value.
-#[derive(Default, Clone, Debug)]
-pub struct Overrides {
-    pub agentx_socket: Option<String>,
-    pub source: Option<String>,
-    pub max_age: Option<f64>,
-    pub walk_window: Option<f64>,
-    pub ping_interval: Option<f64>,
-    pub backoff_min: Option<f64>,
-    pub backoff_max: Option<f64>,
-    pub state_dir: Option<PathBuf>,
-    pub log_level: Option<String>,
-    pub log_target: Option<LogTarget>,
-    pub user: Option<String>,
-    pub agent_caps: Option<bool>,
-}
-
-/// The `path` of errors about command-line values.
-const COMMAND_LINE: &str = "command line";
-
-fn cli_error(option: &str, message: String) -> ConfigError {
-    ConfigError {
-        path: PathBuf::from(COMMAND_LINE),
-        line: None,
-        key: Some(format!("--{option}")),
-        message,
-    }
-}
-
-impl Overrides {
-    /// Checks each value on its own (forms and ranges); errors name the option.
-    pub fn check(&self) -> Result<(), ConfigError> {
-        if let Some(s) = &self.agentx_socket {
-            check_agentx_socket(s).map_err(|m| cli_error("agentx-socket", m))?;
-        }
-        if let Some(s) = &self.source {
-            check_source(s).map_err(|m| cli_error("source", m))?;
-        }
-        let secs = [
-            ("max-age", self.max_age, Zero::Reject),
-            ("walk-window", self.walk_window, Zero::Reject),
-            ("ping-interval", self.ping_interval, Zero::Allow),
-            ("backoff-min", self.backoff_min, Zero::Reject),
-            ("backoff-max", self.backoff_max, Zero::Reject),
-        ];
-        for (key, value, zero) in secs {
-            if let Some(v) = value {
-                seconds(v, zero).map_err(|m| cli_error(key, m))?;
-            }
-        }
-        if let Some(p) = &self.state_dir {
-            check_state_dir(p).map_err(|m| cli_error("state-dir", m))?;
-        }
-        if let Some(l) = &self.log_level {
-            check_log_level(l).map_err(|m| cli_error("log-level", m))?;
-        }
-        if let Some(u) = &self.user {
-            check_user(u).map_err(|m| cli_error("user", m))?;
-        }
-        Ok(())
-    }
-}
-
-impl Config {
-    /// Parses a configuration file's text. `path` is only used in error messages.
-    ///
-    /// Keys that are absent keep their defaults.
-    pub fn from_toml_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let raw: BTreeMap<Spanned<String>, Spanned<Value>> =
-            toml::from_str(text).map_err(|e| syntax_error(&e, text, path))?;
-        let mut entries: Vec<(&Spanned<String>, &Spanned<Value>)> = raw.iter().collect();
-        entries.sort_by_key(|(k, _)| k.span().start);
-
-        let err = |offset: usize, key: &str, message: String| ConfigError {
-            path: path.to_path_buf(),
-            line: Some(line_of(text, offset)),
-            key: Some(key.to_string()),
-            message,
+impl ConfigError {
+    fn at(origin: &Origin, key: &str, message: String) -> ConfigError {
+        let (path, line, key) = match origin {
+            Origin::Default => ("built-in default".into(), None, key.to_string()),
+            Origin::File { path, line } => (path.clone(), Some(*line), key.to_string()),
+            Origin::CommandLine => ("command line".into(), None, format!("--{key}")),
         };
-
-        let mut cfg = Config::default();
-        // Lines of the two keys checked against each other after the loop.
-        let mut backoff_min_at = None;
-        let mut backoff_max_at = None;
-        for (k, v) in entries {
-            let key = k.get_ref().as_str();
-            let at = v.span().start;
-            let value = v.get_ref();
-            let e = |m: String| err(at, key, m);
-            match key {
-                "agentx-socket" => {
-                    let s = string(value).map_err(e)?;
-                    check_agentx_socket(s).map_err(e)?;
-                    cfg.agentx_socket = s.to_string();
-                }
-                "source" => {
-                    let s = string(value).map_err(e)?;
-                    check_source(s).map_err(e)?;
-                    cfg.source = s.to_string();
-                }
-                "max-age" => cfg.max_age = file_seconds(value, Zero::Reject).map_err(e)?,
-                "walk-window" => cfg.walk_window = file_seconds(value, Zero::Reject).map_err(e)?,
-                "ping-interval" => {
-                    cfg.ping_interval = file_seconds(value, Zero::Allow).map_err(e)?
-                }
-                "backoff-min" => {
-                    cfg.backoff_min = file_seconds(value, Zero::Reject).map_err(e)?;
-                    backoff_min_at = Some(at);
-                }
-                "backoff-max" => {
-                    cfg.backoff_max = file_seconds(value, Zero::Reject).map_err(e)?;
-                    backoff_max_at = Some(at);
-                }
-                "state-dir" => {
-                    let p = PathBuf::from(string(value).map_err(e)?);
-                    check_state_dir(&p).map_err(e)?;
-                    cfg.state_dir = p;
-                }
-                "log-level" => {
-                    let s = string(value).map_err(e)?;
-                    check_log_level(s).map_err(e)?;
-                    cfg.log_level = s.to_string();
-                }
-                "log-target" => cfg.log_target = string(value).map_err(e)?.parse().map_err(e)?,
-                "user" => {
-                    let s = string(value).map_err(e)?;
-                    check_user(s).map_err(e)?;
-                    cfg.user = Some(s.to_string());
-                }
-                "agent-caps" => match value {
-                    Value::Boolean(b) => cfg.agent_caps = *b,
-                    other => return Err(e(expected("true or false", other))),
-                },
-                _ => return Err(err(k.span().start, key, unknown_key_message(key))),
-            }
+        ConfigError {
+            path,
+            line,
+            key: Some(key),
+            message,
         }
-        if cfg.backoff_min > cfg.backoff_max {
-            let (key, at, message) = match (backoff_min_at, backoff_max_at) {
-                (Some(at), _) => (
-                    "backoff-min",
-                    at,
-                    format!(
-                        "must not exceed backoff-max ({} s)",
-                        secs_str(cfg.backoff_max)
-                    ),
-                ),
-                (None, Some(at)) => (
-                    "backoff-max",
-                    at,
-                    format!(
-                        "must be at least backoff-min ({} s)",
-                        secs_str(cfg.backoff_min)
-                    ),
-                ),
-                (None, None) => unreachable!("the defaults are consistent"),
+    }
+
+    fn file(path: &Path, message: String) -> ConfigError {
+        ConfigError {
+            path: path.to_path_buf(),
+            line: None,
+            key: None,
+            message,
+        }
+    }
+}
+
+/// Settings as written, keyed by setting; the later of two sources wins (see [`Self::merge`]).
+#[derive(Clone, Debug, Default)]
+pub struct RawSettings {
+    values: BTreeMap<&'static str, (RawValue, Origin)>,
+}
+
+impl RawSettings {
+    /// Reads a configuration file: a regular file of at most [`MAX_CONFIG_BYTES`]. The open
+    /// does not block (a FIFO would otherwise wait for a writer), and the type is checked
+    /// on the open descriptor.
+    /// `/dev/null` is taken as an empty file: the usual way to say "no file, the defaults".
+    pub fn read_file(path: &Path) -> Result<RawSettings, ConfigError> {
+        if path == Path::new("/dev/null") {
+            return Ok(RawSettings::default());
+        }
+        let cannot = |e: std::io::Error| {
+            ConfigError::file(path, format!("cannot read the configuration file: {e}"))
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(cannot)?;
+        if let Some(kind) = not_regular(&file.metadata().map_err(cannot)?) {
+            let message = format!("is {kind}, not a regular file; refused");
+            return Err(ConfigError::file(path, message));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            let msg =
+                format!("larger than {MAX_CONFIG_BYTES} bytes (1 MiB), the most read; refused");
+            return Err(ConfigError::file(path, msg));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let line = line_of(&e.as_bytes()[..e.utf8_error().valid_up_to()], usize::MAX);
+            ConfigError {
+                line: Some(line),
+                ..ConfigError::file(path, "not UTF-8 text".into())
+            }
+        })?;
+        RawSettings::from_toml_str(&text, path)
+    }
+
+    /// Parses a file's text; `path` is for messages. Unknown keys and TOML errors are
+    /// refused here; values are checked by [`Self::convert`].
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<RawSettings, ConfigError> {
+        let table: BTreeMap<Spanned<String>, Spanned<Value>> =
+            toml::from_str(text).map_err(|e| syntax_error(&e, text, path))?;
+        let mut raw = RawSettings::default();
+        for (k, v) in table {
+            let origin = |at| Origin::File {
+                path: path.to_path_buf(),
+                line: line_of(text.as_bytes(), at),
             };
-            return Err(err(at, key, message));
+            let Some(setting) = SETTINGS.iter().find(|s| s.key == k.get_ref()) else {
+                let key = k.get_ref();
+                return Err(ConfigError::at(
+                    &origin(k.span().start),
+                    key,
+                    unknown_key(key),
+                ));
+            };
+            let at = v.span().start;
+            raw.values
+                .insert(setting.key, (RawValue::Toml(v.into_inner()), origin(at)));
+        }
+        Ok(raw)
+    }
+
+    /// A value from the command line. Panics on a key that is not a setting (a programming
+    /// error: the options are generated from [`SETTINGS`]).
+    pub fn set_arg(&mut self, key: &str, value: String) {
+        let setting = SETTINGS
+            .iter()
+            .find(|s| s.key == key)
+            .expect("a known setting");
+        self.values
+            .insert(setting.key, (RawValue::Arg(value), Origin::CommandLine));
+    }
+
+    /// Takes every value `over` has, in place of this one's.
+    pub fn merge(&mut self, over: RawSettings) {
+        self.values.extend(over.values);
+    }
+
+    /// The one conversion into a [`Config`]: each value by its setting's rules, then the
+    /// rules between settings. The user is looked up here.
+    pub fn convert(&self) -> Result<Config, ConfigError> {
+        let cfg = Config::convert_each(self)?;
+        if cfg.backoff_min > cfg.backoff_max {
+            let (min, max) = (self.origin("backoff-min"), self.origin("backoff-max"));
+            let (min_s, max_s) = (secs(cfg.backoff_min), secs(cfg.backoff_max));
+            return Err(if rank(&max) > rank(&min) {
+                ConfigError::at(
+                    &max,
+                    "backoff-max",
+                    format!("{max_s} s must be at least backoff-min ({min_s} s)"),
+                )
+            } else {
+                ConfigError::at(
+                    &min,
+                    "backoff-min",
+                    format!("{min_s} s must not exceed backoff-max ({max_s} s)"),
+                )
+            });
         }
         Ok(cfg)
     }
 
-    /// Reads and parses a file; a missing or unreadable file is an error naming it.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            path: path.to_path_buf(),
-            line: None,
-            key: None,
-            message: format!("cannot read the configuration file: {e}"),
-        })?;
-        Config::from_toml_str(&text, path)
+    fn origin(&self, key: &str) -> Origin {
+        self.values
+            .get(key)
+            .map_or(Origin::Default, |(_, o)| o.clone())
     }
 
-    /// Applies command-line values over the file's. Values that [`Overrides::check`] rejects
-    /// (NaN or negative durations, for instance) are skipped rather than turned into a panic;
-    /// callers that want them reported use [`Config::apply_checked`].
-    pub fn apply(&mut self, o: &Overrides) {
-        if let Some(s) = &o.agentx_socket {
-            self.agentx_socket = s.clone();
-        }
-        if let Some(s) = &o.source {
-            self.source = s.clone();
-        }
-        let secs = [
-            (&mut self.max_age, o.max_age, Zero::Reject),
-            (&mut self.walk_window, o.walk_window, Zero::Reject),
-            (&mut self.ping_interval, o.ping_interval, Zero::Allow),
-            (&mut self.backoff_min, o.backoff_min, Zero::Reject),
-            (&mut self.backoff_max, o.backoff_max, Zero::Reject),
-        ];
-        for (field, value, zero) in secs {
-            if let Some(d) = value.and_then(|v| seconds(v, zero).ok()) {
-                *field = d;
-            }
-        }
-        if let Some(p) = &o.state_dir {
-            self.state_dir = p.clone();
-        }
-        if let Some(l) = &o.log_level {
-            self.log_level = l.clone();
-        }
-        if let Some(t) = o.log_target {
-            self.log_target = t;
-        }
-        if let Some(u) = &o.user {
-            self.user = Some(u.clone());
-        }
-        if let Some(b) = o.agent_caps {
-            self.agent_caps = b;
-        }
-    }
-
-    /// [`Overrides::check`], then [`Config::apply`], then [`Config::validate`]: what `main`
-    /// should call, so that a bad flag is an error rather than silently ignored.
-    pub fn apply_checked(&mut self, o: &Overrides) -> Result<(), ConfigError> {
-        o.check()?;
-        self.apply(o);
-        if self.backoff_min > self.backoff_max && o.backoff_min.is_none() {
-            // Only --backoff-max was given, and it is below the file's backoff-min.
-            return Err(cli_error(
-                "backoff-max",
-                format!(
-                    "{} s must be at least backoff-min ({} s)",
-                    secs_str(self.backoff_max),
-                    secs_str(self.backoff_min)
-                ),
-            ));
-        }
-        self.validate()
-    }
-
-    /// Checks the whole configuration, including relations between settings (after
-    /// [`Config::apply`], a flag may contradict the file). Errors name the option.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_agentx_socket(&self.agentx_socket).map_err(|m| cli_error("agentx-socket", m))?;
-        check_source(&self.source).map_err(|m| cli_error("source", m))?;
-        let secs = [
-            ("max-age", self.max_age, false),
-            ("walk-window", self.walk_window, false),
-            ("ping-interval", self.ping_interval, true),
-            ("backoff-min", self.backoff_min, false),
-            ("backoff-max", self.backoff_max, false),
-        ];
-        for (key, d, zero_ok) in secs {
-            if d.is_zero() && !zero_ok {
-                return Err(cli_error(key, POSITIVE.to_string()));
-            }
-            if d.as_secs_f64() > MAX_SECONDS {
-                return Err(cli_error(key, too_long(d.as_secs_f64())));
-            }
-        }
-        if self.backoff_min > self.backoff_max {
-            return Err(cli_error(
-                "backoff-min",
-                format!(
-                    "{} s must not exceed backoff-max ({} s)",
-                    secs_str(self.backoff_min),
-                    secs_str(self.backoff_max)
-                ),
-            ));
-        }
-        check_state_dir(&self.state_dir).map_err(|m| cli_error("state-dir", m))?;
-        check_log_level(&self.log_level).map_err(|m| cli_error("log-level", m))?;
-        if let Some(u) = &self.user {
-            check_user(u).map_err(|m| cli_error("user", m))?;
-        }
-        Ok(())
-    }
-
-    /// The effective settings as TOML (for `check-config`); parsing it gives `self` back.
-    pub fn render(&self) -> String {
-        let q = |s: &str| Value::String(s.to_string()).to_string();
-        let mut out = String::from("# memstat-agentx: effective configuration\n");
-        let mut line = |key: &str, value: String| {
-            out.push_str(key);
-            out.push_str(" = ");
-            out.push_str(&value);
-            out.push('\n');
+    fn convert_one<T>(
+        &self,
+        key: &str,
+        default: Option<&str>,
+        conv: &Conv<T>,
+    ) -> Result<T, ConfigError> {
+        let default = || {
+            (
+                default.map_or(RawValue::Unset, |d| RawValue::Arg(d.into())),
+                Origin::Default,
+            )
         };
-        line("agentx-socket", q(&self.agentx_socket));
-        line("source", q(&self.source));
-        line("max-age", secs_str(self.max_age));
-        line("walk-window", secs_str(self.walk_window));
-        line("ping-interval", secs_str(self.ping_interval));
-        line("backoff-min", secs_str(self.backoff_min));
-        line("backoff-max", secs_str(self.backoff_max));
-        line("state-dir", q(&self.state_dir.to_string_lossy()));
-        line("log-level", q(&self.log_level));
-        line("log-target", q(self.log_target.as_str()));
-        if let Some(u) = &self.user {
-            line("user", q(u));
-        }
-        line("agent-caps", self.agent_caps.to_string());
-        if self.user.is_none() {
-            out.push_str("# user is not set: the daemon keeps the identity it was started with\n");
+        let (value, origin) = self.values.get(key).cloned().unwrap_or_else(default);
+        (conv.parse)(&value).map_err(|m| ConfigError::at(&origin, key, m))
+    }
+}
+
+/// The command line outranks the file, which outranks the defaults.
+fn rank(o: &Origin) -> u8 {
+    match o {
+        Origin::Default => 0,
+        Origin::File { .. } => 1,
+        Origin::CommandLine => 2,
+    }
+}
+
+impl Config {
+    /// The effective settings as TOML (for `check-config`), each marked with what a reload
+    /// does with it; parsing the text gives the same configuration back.
+    pub fn render(&self) -> String {
+        let mut out = String::from("# memstat-agentx: effective configuration\n");
+        for ((key, value), setting) in self.values().into_iter().zip(SETTINGS) {
+            let when = match setting.reload {
+                Reload::Applied => "a reload (SIGHUP) applies a change",
+                Reload::Restart => "a change needs a restart",
+            };
+            match value {
+                Some(v) => out.push_str(&format!("{key} = {v}  # {when}\n")),
+                None => out.push_str(&format!("# {key} is not set  ({when})\n")),
+            }
         }
         out
     }
+
+    /// The settings whose change a reload to `new` cannot apply.
+    pub fn needs_restart(&self, new: &Config) -> Vec<&'static str> {
+        let (old, new) = (self.values(), new.values());
+        SETTINGS
+            .iter()
+            .zip(old.iter().zip(&new))
+            .filter(|(s, (a, b))| s.reload == Reload::Restart && a != b)
+            .map(|(s, _)| s.key)
+            .collect()
+    }
 }
 
-const POSITIVE: &str = "must be a positive number of seconds";
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Zero {
-    Allow,
-    Reject,
+/// How one setting's raw value becomes its typed value, and how that value is shown.
+struct Conv<T> {
+    kind: Kind,
+    parse: fn(&RawValue) -> Result<T, String>,
+    show: fn(&T) -> Option<String>,
 }
 
-/// A duration in decimal seconds, range-checked.
-fn seconds(v: f64, zero: Zero) -> Result<Duration, String> {
-    let what = match zero {
-        Zero::Reject => POSITIVE,
-        Zero::Allow => "must be zero (disabled) or a positive number of seconds",
+impl<T: FromStr<Err: fmt::Display> + fmt::Display> Conv<T> {
+    /// A string setting whose type has its own parser, the one its other users call too.
+    const fn parsed(kind: Kind) -> Conv<T> {
+        Conv {
+            kind,
+            parse: |v| text(v)?.parse().map_err(|e: T::Err| e.to_string()),
+            show: |t| Some(quote(&t.to_string())),
+        }
+    }
+}
+
+const MASTER: Conv<MasterAddr> = Conv::parsed(Kind::Text);
+const SOURCE: Conv<SourceKind> = Conv::parsed(Kind::Text);
+const LOG_LEVEL: Conv<LogLevel> = Conv::parsed(Kind::Text);
+const LOG_TARGET: Conv<LogTarget> = Conv::parsed(Kind::Text);
+const POSITIVE_SECONDS: Conv<Duration> = Conv {
+    kind: Kind::Seconds,
+    parse: |v| seconds(v, false),
+    show: |d| Some(secs(*d)),
+};
+const SECONDS_OR_OFF: Conv<Duration> = Conv {
+    kind: Kind::Seconds,
+    parse: |v| seconds(v, true),
+    show: |d| Some(secs(*d)),
+};
+const ABSOLUTE_PATH: Conv<PathBuf> = Conv {
+    kind: Kind::Text,
+    parse: |v| match text(v)? {
+        p if p.starts_with('/') => Ok(PathBuf::from(p)),
+        p => Err(format!("{p:?} must be an absolute path")),
+    },
+    show: |p| Some(quote(&p.to_string_lossy())),
+};
+const USER: Conv<Option<Account>> = Conv {
+    kind: Kind::Text,
+    parse: |v| {
+        if *v == RawValue::Unset {
+            return Ok(None);
+        }
+        let name = text(v)?;
+        if name.is_empty() {
+            return Err("must be a user name (leave it out to keep the starting user)".into());
+        }
+        let account = privdrop::lookup_user(name)?;
+        if account.uid == 0 {
+            return Err(format!(
+                "{name:?} has uid 0: leave the user unset to run as root"
+            ));
+        }
+        Ok(Some(account))
+    },
+    show: |u| u.as_ref().map(|a| quote(&a.name)),
+};
+const SWITCH: Conv<bool> = Conv {
+    kind: Kind::Switch,
+    parse: |v| match v {
+        RawValue::Toml(Value::Boolean(b)) => Ok(*b),
+        RawValue::Arg(s) if s == "true" || s == "false" => Ok(s == "true"),
+        RawValue::Toml(other) => Err(expected("true or false", other)),
+        _ => Err("expected true or false".into()),
+    },
+    show: |b| Some(b.to_string()),
+};
+
+/// A string value. No setting takes a NUL byte: each is a path, a name or a word, and a NUL
+/// would only reach the log raw, or be cut short by a system call.
+fn text(v: &RawValue) -> Result<&str, String> {
+    match v {
+        RawValue::Toml(Value::String(s)) | RawValue::Arg(s) if s.contains('\0') => {
+            Err(format!("{:?} contains a NUL byte", s.replace('\0', "\\0")))
+        }
+        RawValue::Toml(Value::String(s)) | RawValue::Arg(s) => Ok(s),
+        RawValue::Toml(other) => Err(expected("a string", other)),
+        RawValue::Unset => Err("must be set".into()),
+    }
+}
+
+fn seconds(v: &RawValue, zero_ok: bool) -> Result<Duration, String> {
+    let what = match zero_ok {
+        false => "must be a positive number of seconds",
+        true => "must be zero (disabled) or a positive number of seconds",
     };
-    if v.is_nan() {
-        return Err(format!("{what}, not NaN"));
-    }
-    if v < 0.0 || (v == 0.0 && zero == Zero::Reject) {
-        return Err(what.to_string());
-    }
-    if v > MAX_SECONDS {
-        return Err(too_long(v));
-    }
-    let d = Duration::from_secs_f64(v);
-    if d.is_zero() && zero == Zero::Reject {
-        return Err(format!("{what} (at least one nanosecond)"));
-    }
-    Ok(d)
-}
-
-fn too_long(v: f64) -> String {
-    format!("{v} seconds is too long (at most {MAX_SECONDS} seconds)")
-}
-
-fn file_seconds(v: &Value, zero: Zero) -> Result<Duration, String> {
-    let secs = match v {
-        Value::Integer(i) => *i as f64,
-        Value::Float(f) => *f,
-        other => return Err(expected("a number of seconds", other)),
+    let n = match v {
+        RawValue::Toml(Value::Integer(i)) => *i as f64,
+        RawValue::Toml(Value::Float(f)) => *f,
+        RawValue::Toml(other) => return Err(expected("a number of seconds", other)),
+        RawValue::Arg(s) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a number; {what}"))?,
+        RawValue::Unset => f64::NAN,
     };
-    seconds(secs, zero)
+    match Duration::try_from_secs_f64(n) {
+        _ if n.is_nan() => Err(format!("{what}, not NaN")),
+        _ if n > MAX_SECONDS => Err(format!(
+            "{} seconds is too long (at most {MAX_SECONDS} seconds)",
+            readable(n)
+        )),
+        Ok(d) if !d.is_zero() || zero_ok => Ok(d),
+        Ok(_) if n > 0.0 => Err(format!(
+            "{} seconds is less than a nanosecond; {what}",
+            readable(n)
+        )),
+        _ => Err(what.into()),
+    }
+}
+
+/// A number for a message: `1e308`, not 309 digits.
+fn readable(n: f64) -> String {
+    match n.abs() >= 1e9 || (n != 0.0 && n.abs() < 1e-6) {
+        true => format!("{n:e}"),
+        false => format!("{n}"),
+    }
 }
 
 /// Seconds as a TOML float literal: `5.0`, `0.25`.
-fn secs_str(d: Duration) -> String {
+fn secs(d: Duration) -> String {
     format!("{:?}", d.as_secs_f64())
 }
 
-fn string(v: &Value) -> Result<&str, String> {
-    match v {
-        Value::String(s) => Ok(s),
-        other => Err(expected("a string", other)),
-    }
+fn quote(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
 }
 
 fn expected(what: &str, found: &Value) -> String {
     format!("expected {what}, found {}", found.type_str())
 }
 
-fn unknown_key_message(key: &str) -> String {
+fn unknown_key(key: &str) -> String {
     let kebab = key.replace('_', "-").to_ascii_lowercase();
-    if kebab != key && KEYS.contains(&kebab.as_str()) {
+    if kebab != key && SETTINGS.iter().any(|s| s.key == kebab) {
         return format!("unknown key; did you mean `{kebab}`? (keys are kebab-case)");
     }
-    format!("unknown key; known keys are {}", KEYS.join(", "))
+    if let Some(near) = SETTINGS.iter().find(|s| edits(&kebab, s.key) <= 2) {
+        return format!("unknown key; did you mean `{}`?", near.key);
+    }
+    let keys: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
+    format!("unknown key; known keys are {}", keys.join(", "))
 }
 
-/// `/path`, `unix:/path` or `tcp:HOST:PORT` (HOST may be `[v6]`).
-pub fn check_agentx_socket(s: &str) -> Result<(), String> {
-    const FORMS: &str = "use an absolute path, unix:PATH or tcp:HOST:PORT";
-    if let Some(p) = s.strip_prefix("unix:") {
-        if p.is_empty() {
-            return Err(format!("{s:?} has an empty path; {FORMS}"));
-        }
-        return Ok(());
-    }
-    if let Some(hp) = s.strip_prefix("tcp:") {
-        let (host, port) = hp
-            .rsplit_once(':')
-            .ok_or_else(|| format!("{s:?} has no port; {FORMS}"))?;
-        if host.is_empty() || host == "[]" {
-            return Err(format!("{s:?} has an empty host; {FORMS}"));
-        }
-        match port.parse::<u16>() {
-            Ok(p) if p > 0 => return Ok(()),
-            _ => {
-                return Err(format!(
-                    "{s:?}: port {port:?} is not a number from 1 to 65535"
-                ))
-            }
+/// The edit distance between two keys (Levenshtein), for "did you mean".
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = std::mem::replace(&mut row[0], i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = std::mem::replace(&mut row[j + 1], next);
         }
     }
-    if s.starts_with('/') {
-        return Ok(());
-    }
-    Err(format!("{s:?} is not an AgentX address; {FORMS}"))
-}
-
-/// `auto`, `linux`, `linux:PATH`, `freebsd` or `fixture:PATH`.
-pub fn check_source(s: &str) -> Result<(), String> {
-    match s {
-        "auto" | "linux" | "freebsd" => return Ok(()),
-        _ => {}
-    }
-    for prefix in ["linux:", "fixture:"] {
-        if let Some(p) = s.strip_prefix(prefix) {
-            if p.is_empty() {
-                return Err(format!("{s:?} has an empty path"));
-            }
-            return Ok(());
-        }
-    }
-    Err(format!(
-        "unknown source {s:?}: use auto, linux, linux:PATH, freebsd or fixture:PATH"
-    ))
-}
-
-fn check_state_dir(p: &Path) -> Result<(), String> {
-    if !p.is_absolute() {
-        return Err(format!(
-            "{:?} must be an absolute path",
-            p.display().to_string()
-        ));
-    }
-    Ok(())
-}
-
-fn check_log_level(s: &str) -> Result<(), String> {
-    if LOG_LEVELS.contains(&s) {
-        return Ok(());
-    }
-    Err(format!(
-        "unknown log level {s:?}: use {}",
-        LOG_LEVELS.join(", ")
-    ))
-}
-
-fn check_user(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("must be a user name (leave the key out to keep the current user)".into());
-    }
-    if s.chars()
-        .any(|c| c == ':' || c == '\0' || c.is_whitespace())
-    {
-        return Err(format!("{s:?} is not a valid user name"));
-    }
-    Ok(())
+    row[b.len()]
 }
 
 /// 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
+fn line_of(text: &[u8], offset: usize) -> usize {
+    text[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
         .count()
@@ -638,20 +561,23 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// A TOML syntax error (or duplicate key), with the line and, when the line is a
 /// `key = value` line, the key.
 fn syntax_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
-    let line = e.span().map(|s| line_of(text, s.start));
+    let line = e.span().map(|s| line_of(text.as_bytes(), s.start));
     let key = line.and_then(|l| text.lines().nth(l - 1)).and_then(|l| {
-        let (k, _) = l.split_once('=')?;
-        let k = k.trim().trim_matches(|c| c == '"' || c == '\'');
+        let k = l
+            .split_once('=')?
+            .0
+            .trim()
+            .trim_matches(|c| c == '"' || c == '\'');
         let plain = !k.is_empty()
             && k.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         plain.then(|| k.to_string())
     });
+    let message = format!("invalid TOML: {}", e.message().trim_end());
     ConfigError {
-        path: path.to_path_buf(),
         line,
         key,
-        message: format!("invalid TOML: {}", e.message().trim_end()),
+        ..ConfigError::file(path, message)
     }
 }
 
@@ -662,7 +588,21 @@ mod tests {
     const FILE: &str = "/etc/memstat-agentx.toml";
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::from_toml_str(text, Path::new(FILE))
+        RawSettings::from_toml_str(text, Path::new(FILE))?.convert()
+    }
+
+    fn defaults() -> Config {
+        RawSettings::default().convert().unwrap()
+    }
+
+    fn with_args(text: &str, args: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut raw = RawSettings::from_toml_str(text, Path::new(FILE))?;
+        let mut cli = RawSettings::default();
+        for (k, v) in args {
+            cli.set_arg(k, v.to_string());
+        }
+        raw.merge(cli);
+        raw.convert()
     }
 
     /// Parses `text`, expects an error at `line` about `key`, returns its Display.
@@ -678,55 +618,55 @@ mod tests {
         shown
     }
 
-    #[test]
-    fn empty_file_is_the_default() {
-        assert_eq!(parse("").unwrap(), Config::default());
-        assert_eq!(parse("# nothing\n\n").unwrap(), Config::default());
+    /// Expects the command-line value to be refused, naming the option; returns the message.
+    fn bad_arg(key: &str, value: &str) -> String {
+        let e = with_args("", &[(key, value)]).expect_err(value);
+        assert_eq!(e.key.as_deref(), Some(format!("--{key}").as_str()), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("command line: option `--{key}`: ")),
+            "{e}"
+        );
+        e.message
     }
 
     #[test]
-    fn defaults() {
-        let c = Config::default();
-        assert_eq!(c.agentx_socket, "/var/agentx/master");
-        assert_eq!(c.source, "auto");
+    fn every_default_passes_its_own_conversion() {
+        let c = defaults();
+        assert_eq!(parse("").unwrap(), c);
+        assert_eq!(parse("# nothing\n\n").unwrap(), c);
+        assert_eq!(
+            c.agentx_socket,
+            MasterAddr::Unix("/var/agentx/master".into())
+        );
+        assert_eq!(c.source, SourceKind::Auto);
         assert_eq!(c.max_age, Duration::from_secs(5));
         assert_eq!(c.walk_window, Duration::from_secs(30));
         assert_eq!(c.ping_interval, Duration::from_secs(15));
         assert_eq!(c.backoff_min, Duration::from_millis(250));
         assert_eq!(c.backoff_max, Duration::from_secs(2));
-        assert_eq!(c.log_level, "info");
+        assert_eq!(c.state_dir, Path::new(DEFAULT_STATE_DIR));
+        assert_eq!(c.log_level, LogLevel::Info);
         assert_eq!(c.log_target, LogTarget::Stderr);
         assert_eq!(c.user, None);
         assert!(c.agent_caps);
-        if cfg!(target_os = "freebsd") {
-            assert_eq!(c.state_dir, Path::new("/var/db/memstat-agentx"));
-            assert_eq!(DEFAULT_CONFIG_PATH, "/usr/local/etc/memstat-agentx.toml");
-        } else {
-            assert_eq!(c.state_dir, Path::new("/var/lib/memstat-agentx"));
-            assert_eq!(DEFAULT_CONFIG_PATH, "/etc/memstat-agentx.toml");
+        // Every setting but the user has a default; the keys are unique.
+        for s in SETTINGS {
+            assert_eq!(s.default.is_none(), s.key == "user", "{}", s.key);
+            assert_eq!(SETTINGS.iter().filter(|t| t.key == s.key).count(), 1);
+            assert!(!s.summary().is_empty(), "{} has no documentation", s.key);
         }
-        c.validate().unwrap();
     }
 
     #[test]
     fn shipped_file_is_the_default() {
         let text = include_str!("../config/memstat-agentx.toml");
-        let c = Config::from_toml_str(text, Path::new("config/memstat-agentx.toml")).unwrap();
-        assert_eq!(c, Config::default());
-        // Every key is documented in it, set or commented out.
-        for key in KEYS {
-            assert!(
-                text.lines().any(|l| {
-                    let l = l.trim_start_matches(['#', ' ']);
-                    l.starts_with(&format!("{key} ="))
-                }),
-                "{key} is not in the shipped file"
-            );
-        }
+        let raw = RawSettings::from_toml_str(text, Path::new("config/memstat-agentx.toml"));
+        assert_eq!(raw.unwrap().convert().unwrap(), defaults());
     }
 
     #[test]
-    fn full_file() {
+    fn full_file_and_render_round_trip() {
         let text = r#"
 agentx-socket = "tcp:localhost:705"
 source = "fixture:/tmp/x.json"
@@ -738,52 +678,53 @@ backoff-max = 1.0
 state-dir = "/tmp/state"
 log-level = "debug"
 log-target = "syslog"
-user = "memstat"
+user = "nobody"
 agent-caps = false
 "#;
         let c = parse(text).unwrap();
-        assert_eq!(c.agentx_socket, "tcp:localhost:705");
-        assert_eq!(c.source, "fixture:/tmp/x.json");
+        assert_eq!(c.agentx_socket, MasterAddr::Tcp("localhost:705".into()));
+        assert_eq!(c.source, SourceKind::Fixture("/tmp/x.json".into()));
         assert_eq!(c.max_age, Duration::from_millis(500));
         assert_eq!(c.walk_window, Duration::from_secs(60));
         assert_eq!(c.ping_interval, Duration::ZERO);
         assert_eq!(c.backoff_min, Duration::from_secs(1));
-        assert_eq!(c.backoff_max, Duration::from_secs(1));
         assert_eq!(c.state_dir, Path::new("/tmp/state"));
-        assert_eq!(c.log_level, "debug");
+        assert_eq!(c.log_level, LogLevel::Debug);
         assert_eq!(c.log_target, LogTarget::Syslog);
-        assert_eq!(c.user.as_deref(), Some("memstat"));
+        assert_eq!(c.user.as_ref().map(|u| u.name.as_str()), Some("nobody"));
         assert!(!c.agent_caps);
-        c.validate().unwrap();
-        // render() gives back the same settings.
-        assert_eq!(parse(&c.render()).unwrap(), c);
+        let shown = c.render();
+        assert_eq!(parse(&shown).unwrap(), c, "{shown}");
+        assert!(
+            shown.contains("source = \"fixture:/tmp/x.json\"  # a change needs a restart"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("max-age = 0.5  # a reload (SIGHUP) applies a change"),
+            "{shown}"
+        );
+        let d = defaults();
+        assert!(d.render().contains("# user is not set"));
+        assert_eq!(parse(&d.render()).unwrap(), d);
     }
 
     #[test]
-    fn render_round_trips_the_default() {
-        let d = Config::default();
-        let r = d.render();
-        assert!(r.contains("max-age = 5.0\n"), "{r}");
-        assert!(r.contains("backoff-min = 0.25\n"), "{r}");
-        assert_eq!(parse(&r).unwrap(), d);
-    }
-
-    #[test]
-    fn message_format() {
+    fn message_format_and_unknown_keys() {
         let shown = bad("# c\n\nmax-age = -1\n", "max-age", 3);
         assert_eq!(
             shown,
             "/etc/memstat-agentx.toml:3: key `max-age`: must be a positive number of seconds"
         );
-    }
-
-    #[test]
-    fn unknown_key() {
         let m = bad("source = \"auto\"\nmax-size = 3\n", "max-size", 2);
         assert!(m.contains("unknown key") && m.contains("max-age"), "{m}");
         let m = bad("\n\nmax_age = 3\n", "max_age", 3);
         assert!(m.contains("did you mean `max-age`"), "{m}");
-        // A table is an unknown key too, reported at its header.
+        for typo in ["max-agee", "maxage", "wlak-window", "Max-Age"] {
+            let m = bad(&format!("{typo} = 3\n"), typo, 1);
+            assert!(m.contains("did you mean `"), "{m}");
+        }
+        assert_eq!(edits("max-age", "max-age"), 0);
+        assert!(edits("agent-caps", "max-age") > 2);
         bad(
             "log-level = \"info\"\n\n[agentx]\nsocket = \"/x\"\n",
             "agentx",
@@ -810,20 +751,28 @@ agent-caps = false
 
     #[test]
     fn impossible_durations() {
-        bad("max-age = 0\n", "max-age", 1);
-        bad("max-age = 0.0\n", "max-age", 1);
-        bad("\nmax-age = -0.5\n", "max-age", 2);
-        let m = bad("max-age = nan\n", "max-age", 1);
-        assert!(m.contains("NaN"), "{m}");
+        for text in [
+            "max-age = 0",
+            "max-age = 0.0",
+            "max-age = -0.5",
+            "max-age = 1e-12",
+        ] {
+            bad(text, "max-age", 1);
+        }
+        assert!(bad("max-age = nan\n", "max-age", 1).contains("NaN"));
         let m = bad("walk-window = inf\n", "walk-window", 1);
-        assert!(m.contains("too long"), "{m}");
+        assert!(m.contains("inf seconds is too long"), "{m}");
+        // Numbers are printed readably, not as 309 digits.
+        let m = bad("max-age = 1e308\n", "max-age", 1);
+        assert!(
+            m.contains("1e308 seconds is too long (at most 86400 seconds)"),
+            "{m}"
+        );
         bad("walk-window = 0\n", "walk-window", 1);
         bad("ping-interval = -1\n", "ping-interval", 1);
         bad("ping-interval = -nan\n", "ping-interval", 1);
         bad("backoff-min = 0\n", "backoff-min", 1);
         bad("backoff-max = 1e9\n", "backoff-max", 1);
-        bad("max-age = 1e-12\n", "max-age", 1);
-        // Zero disables pings.
         assert_eq!(
             parse("ping-interval = 0").unwrap().ping_interval,
             Duration::ZERO
@@ -831,25 +780,37 @@ agent-caps = false
     }
 
     #[test]
-    fn backoff_order() {
+    fn backoff_order_blames_the_value_given_last() {
         let m = bad("backoff-max = 1\n\nbackoff-min = 3\n", "backoff-min", 3);
-        assert!(m.contains("must not exceed backoff-max (1.0 s)"), "{m}");
-        // Only one of them set: the one in the file is named.
+        assert!(
+            m.contains("3.0 s must not exceed backoff-max (1.0 s)"),
+            "{m}"
+        );
         bad("\nbackoff-min = 3\n", "backoff-min", 2);
         let m = bad("\n\nbackoff-max = 0.1\n", "backoff-max", 3);
         assert!(m.contains("at least backoff-min (0.25 s)"), "{m}");
-        // Equal is fine.
         parse("backoff-min = 2\nbackoff-max = 2\n").unwrap();
+        // A flag over the file's value is the one named.
+        let e = with_args("backoff-min = 1\n", &[("backoff-max", "0.5")]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("--backoff-max"), "{e}");
+        assert!(e.message.contains("at least backoff-min (1.0 s)"), "{e}");
+        assert!(bad_arg("backoff-min", "5").contains("must not exceed backoff-max (2.0 s)"));
     }
 
     #[test]
     fn bad_strings() {
         let m = bad("\nlog-level = \"verbose\"\n", "log-level", 2);
         assert!(
-            m.contains("verbose") && m.contains("error, warn, info, debug, trace"),
+            m.contains("verbose") && m.contains("error, warn, info, debug or trace"),
             "{m}"
         );
         bad("log-level = \"INFO\"\n", "log-level", 1);
+        // EnvFilter directives are not levels.
+        bad(
+            "log-level = \"memstat_agentx=debug,info\"\n",
+            "log-level",
+            1,
+        );
         let m = bad("log-target = \"journal\"\n", "log-target", 1);
         assert!(m.contains("stderr") && m.contains("syslog"), "{m}");
         let m = bad("\nsource = \"solaris\"\n", "source", 2);
@@ -857,23 +818,33 @@ agent-caps = false
             m.contains("linux:PATH") && m.contains("fixture:PATH"),
             "{m}"
         );
-        bad("source = \"fixture:\"\n", "source", 1);
-        bad("source = \"linux:\"\n", "source", 1);
-        bad("agentx-socket = \"master\"\n", "agentx-socket", 1);
-        bad("agentx-socket = \"tcp:localhost\"\n", "agentx-socket", 1);
-        bad("agentx-socket = \"tcp:localhost:0\"\n", "agentx-socket", 1);
-        bad("agentx-socket = \"tcp::705\"\n", "agentx-socket", 1);
-        bad("agentx-socket = \"unix:\"\n", "agentx-socket", 1);
+        for text in ["source = \"fixture:\"", "source = \"linux:\""] {
+            bad(text, "source", 1);
+        }
+        for addr in [
+            "master",
+            "tcp:localhost",
+            "tcp:localhost:0",
+            "tcp::705",
+            "tcp:[]:705",
+            "unix:",
+            "unix:rel",
+            "",
+        ] {
+            bad(&format!("agentx-socket = \"{addr}\"\n"), "agentx-socket", 1);
+        }
         bad("state-dir = \"relative/dir\"\n", "state-dir", 1);
         bad("user = \"\"\n", "user", 1);
         bad("user = \"a b\"\n", "user", 1);
+        assert!(bad("user = \"no-such-user-here\"\n", "user", 1).contains("no such user"));
+        assert!(bad("user = \"root\"\n", "user", 1).contains("uid 0"));
         for ok in [
             "/var/agentx/master",
             "unix:/tmp/s",
             "tcp:127.0.0.1:705",
             "tcp:[::1]:705",
         ] {
-            check_agentx_socket(ok).unwrap();
+            parse(&format!("agentx-socket = \"{ok}\"")).unwrap();
         }
         for ok in [
             "auto",
@@ -882,149 +853,143 @@ agent-caps = false
             "linux:/tmp/slab",
             "fixture:x.json",
         ] {
-            check_source(ok).unwrap();
+            parse(&format!("source = \"{ok}\"")).unwrap();
+        }
+    }
+
+    #[test]
+    fn nul_bytes_are_refused() {
+        for key in ["source", "state-dir", "agentx-socket", "user", "log-level"] {
+            let prefix = if key == "source" { "fixture:" } else { "" };
+            let m = bad(&format!("{key} = \"{prefix}/tmp/a\\u0000b\"\n"), key, 1);
+            assert!(m.contains("NUL") && m.contains("a\\\\0b"), "{m}");
+            assert!(!m.contains('\0'), "{m:?}");
         }
     }
 
     #[test]
     fn syntax_errors_have_lines() {
         let e = parse("source = \"auto\"\nmax-age = \n").unwrap_err();
-        assert_eq!(e.line, Some(2), "{e}");
-        assert_eq!(e.key.as_deref(), Some("max-age"), "{e}");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("max-age")),
+            "{e}"
+        );
         assert!(
             e.to_string()
                 .starts_with(&format!("{FILE}:2: key `max-age`: invalid TOML")),
             "{e}"
         );
-        // A duplicate key is a TOML error too.
         let e = parse("max-age = 1\n\nmax-age = 2\n").unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
-        assert!(e.to_string().contains("max-age"), "{e}");
         let e = parse("\n\n[unterminated\n").unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
     }
 
     #[test]
-    fn load_names_missing_file() {
+    fn the_file_read_is_bounded_and_regular_only() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("nope.toml");
-        let e = Config::load(&p).unwrap_err();
-        assert_eq!(e.path, p);
-        assert!(
-            e.to_string().starts_with(&format!("{}: ", p.display())),
-            "{e}"
-        );
-        assert!(e.message.contains("cannot read"), "{e}");
-
-        let good = dir.path().join("good.toml");
-        std::fs::write(&good, "max-age = 2.5\n").unwrap();
-        assert_eq!(
-            Config::load(&good).unwrap().max_age,
-            Duration::from_millis(2500)
-        );
-
-        let badf = dir.path().join("bad.toml");
-        std::fs::write(&badf, "\nmax-age = -2.5\n").unwrap();
-        let e = Config::load(&badf).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            format!("{}:2: key `max-age`: {POSITIVE}", badf.display())
-        );
-    }
-
-    #[test]
-    fn overrides_win() {
-        let mut c = parse("max-age = 2\nsource = \"linux\"\n").unwrap();
-        let o = Overrides {
-            agentx_socket: Some("tcp:localhost:705".into()),
-            source: Some("fixture:/f.json".into()),
-            max_age: Some(0.5),
-            walk_window: Some(10.0),
-            ping_interval: Some(0.0),
-            backoff_min: Some(0.1),
-            backoff_max: Some(3.0),
-            state_dir: Some("/tmp/s".into()),
-            log_level: Some("trace".into()),
-            log_target: Some(LogTarget::Syslog),
-            user: Some("nobody".into()),
-            agent_caps: Some(false),
-        };
-        c.apply_checked(&o).unwrap();
-        assert_eq!(c.agentx_socket, "tcp:localhost:705");
-        assert_eq!(c.source, "fixture:/f.json");
-        assert_eq!(c.max_age, Duration::from_millis(500));
-        assert_eq!(c.walk_window, Duration::from_secs(10));
-        assert_eq!(c.ping_interval, Duration::ZERO);
-        assert_eq!(c.backoff_min, Duration::from_millis(100));
-        assert_eq!(c.backoff_max, Duration::from_secs(3));
-        assert_eq!(c.state_dir, Path::new("/tmp/s"));
-        assert_eq!(c.log_level, "trace");
-        assert_eq!(c.log_target, LogTarget::Syslog);
-        assert_eq!(c.user.as_deref(), Some("nobody"));
-        assert!(!c.agent_caps);
-
-        // Nothing set changes nothing.
-        let before = c.clone();
-        c.apply(&Overrides::default());
-        assert_eq!(c, before);
-    }
-
-    #[test]
-    fn bad_overrides_are_errors() {
-        let mut c = Config::default();
-        let o = Overrides {
-            max_age: Some(f64::NAN),
-            ..Overrides::default()
-        };
-        let e = c.apply_checked(&o).unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("--max-age"));
+        let missing = dir.path().join("nope.toml");
+        let e = RawSettings::read_file(&missing).unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("command line: option `--max-age`: "),
+                .starts_with(&format!("{}: cannot read", missing.display())),
             "{e}"
         );
-        // apply() alone skips it instead of panicking.
-        c.apply(&o);
-        assert_eq!(c, Config::default());
-
-        let o = Overrides {
-            backoff_min: Some(5.0),
-            ..Overrides::default()
-        };
-        let e = c.clone().apply_checked(&o).unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("--backoff-min"), "{e}");
-        let o = Overrides {
-            backoff_max: Some(0.1),
-            ..Overrides::default()
-        };
-        let e = c.clone().apply_checked(&o).unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("--backoff-max"), "{e}");
-        assert!(e.message.contains("at least backoff-min (0.25 s)"), "{e}");
-        let o = Overrides {
-            source: Some("nope".into()),
-            ..Overrides::default()
-        };
-        assert_eq!(o.check().unwrap_err().key.as_deref(), Some("--source"));
-        let o = Overrides {
-            log_level: Some("loud".into()),
-            ..Overrides::default()
-        };
-        assert_eq!(o.check().unwrap_err().key.as_deref(), Some("--log-level"));
-        let o = Overrides {
-            ping_interval: Some(-1.0),
-            ..Overrides::default()
-        };
+        let good = dir.path().join("good.toml");
+        std::fs::write(&good, "max-age = 2.5\n").unwrap();
+        let c = RawSettings::read_file(&good).unwrap().convert().unwrap();
+        assert_eq!(c.max_age, Duration::from_millis(2500));
+        let badf = dir.path().join("bad.toml");
+        std::fs::write(&badf, "\nmax-age = -2.5\n").unwrap();
+        let e = RawSettings::read_file(&badf)
+            .unwrap()
+            .convert()
+            .unwrap_err();
         assert_eq!(
-            o.check().unwrap_err().key.as_deref(),
-            Some("--ping-interval")
+            e.to_string(),
+            format!(
+                "{}:2: key `max-age`: must be a positive number of seconds",
+                badf.display()
+            )
         );
+        // Sparse and huge: refused after reading the cap, not the file.
+        let big = dir.path().join("big.toml");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let e = RawSettings::read_file(&big).unwrap_err();
+        assert!(e.message.contains("larger than 1048576 bytes"), "{e}");
+        let e = RawSettings::read_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.message.contains("device, not a regular file"), "{e}");
+        let e = RawSettings::read_file(dir.path()).unwrap_err();
+        assert!(e.message.contains("a directory"), "{e}");
+        let fifo = dir.path().join("fifo.toml");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = RawSettings::read_file(&fifo).unwrap_err();
+        assert!(e.message.contains("a FIFO"), "{e}");
+        std::fs::write(&badf, b"max-age = 1\n\xff\n").unwrap();
+        let e = RawSettings::read_file(&badf).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (Some(2), "not UTF-8 text"),
+            "{e}"
+        );
+        assert!(RawSettings::read_file(Path::new("/dev/null"))
+            .unwrap()
+            .convert()
+            .is_ok());
     }
 
     #[test]
-    fn log_target_parses() {
-        assert_eq!("stderr".parse::<LogTarget>().unwrap(), LogTarget::Stderr);
-        assert_eq!("syslog".parse::<LogTarget>().unwrap(), LogTarget::Syslog);
-        assert!("file".parse::<LogTarget>().is_err());
-        assert_eq!(LogTarget::Syslog.to_string(), "syslog");
+    fn command_line_wins_and_is_checked() {
+        let c = with_args(
+            "max-age = 2\nsource = \"linux\"\n",
+            &[
+                ("agentx-socket", "tcp:localhost:705"),
+                ("source", "fixture:/f.json"),
+                ("max-age", "0.5"),
+                ("ping-interval", "0"),
+                ("log-level", "trace"),
+                ("user", "nobody"),
+                ("agent-caps", "false"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.agentx_socket, MasterAddr::Tcp("localhost:705".into()));
+        assert_eq!(c.source, SourceKind::Fixture("/f.json".into()));
+        assert_eq!(c.max_age, Duration::from_millis(500));
+        assert_eq!(c.ping_interval, Duration::ZERO);
+        assert_eq!(c.log_level, LogLevel::Trace);
+        assert!(!c.agent_caps);
+        assert_eq!(
+            bad_arg("max-age", "-1"),
+            "must be a positive number of seconds"
+        );
+        assert!(bad_arg("max-age", "soon").contains("\"soon\" is not a number"));
+        assert!(bad_arg("max-age", "NaN").contains("NaN"));
+        assert!(bad_arg("source", "nope").contains("unknown source"));
+        assert!(bad_arg("log-level", "loud").contains("unknown log level"));
+        bad_arg("ping-interval", "-1");
+        bad_arg("user", "root");
+    }
+
+    #[test]
+    fn restart_only_settings_are_named() {
+        let old = defaults();
+        let new = with_args(
+            "",
+            &[
+                ("max-age", "1"),
+                ("source", "freebsd"),
+                ("log-target", "syslog"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(old.needs_restart(&new), ["source", "log-target"]);
+        assert!(old.needs_restart(&old).is_empty());
     }
 }

@@ -18,6 +18,7 @@ pub mod memstat;
 pub mod mib;
 pub mod oid;
 pub mod privdrop;
+pub mod process;
 pub mod reader;
 pub mod report;
 pub mod statedir;

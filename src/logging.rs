@@ -12,10 +12,11 @@
 //! [`RateLimited`] keeps a condition that repeats (the master is down for an hour) from
 //! filling the log: it lets a bounded, exponentially thinning number of lines through.
 
-use crate::config::LogTarget;
+use std::fmt;
 use std::io::{self, IsTerminal, Write};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tracing::{Level, Metadata};
@@ -38,6 +39,78 @@ const FACILITY_DAEMON: u8 = 3 << 3;
 /// Longest datagram sent; FreeBSD's syslogd reads at most 8 KiB per message.
 const MAX_DATAGRAM: usize = 8000;
 
+/// The least severe messages logged. One word per level, not EnvFilter directives: the file,
+/// the option, check-config and the docs then agree on what is accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+const LEVELS: [(&str, LogLevel); 5] = [
+    ("error", LogLevel::Error),
+    ("warn", LogLevel::Warn),
+    ("info", LogLevel::Info),
+    ("debug", LogLevel::Debug),
+    ("trace", LogLevel::Trace),
+];
+
+impl FromStr for LogLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let level = LEVELS.iter().find(|(name, _)| *name == s).map(|(_, l)| *l);
+        level.ok_or_else(|| {
+            format!("unknown log level {s:?}: use error, warn, info, debug or trace")
+        })
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = LEVELS
+            .iter()
+            .find(|(_, l)| l == self)
+            .map_or("info", |(n, _)| n);
+        f.write_str(name)
+    }
+}
+
+/// Where log lines go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogTarget {
+    /// Standard error, for the foreground and for supervisors that capture output.
+    Stderr,
+    /// The local syslog daemon, facility daemon.
+    Syslog,
+}
+
+impl FromStr for LogTarget {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "stderr" => Ok(LogTarget::Stderr),
+            "syslog" => Ok(LogTarget::Syslog),
+            _ => Err(format!(
+                "unknown log target {s:?}: use \"stderr\" or \"syslog\""
+            )),
+        }
+    }
+}
+
+impl fmt::Display for LogTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LogTarget::Stderr => "stderr",
+            LogTarget::Syslog => "syslog",
+        })
+    }
+}
+
 /// How long a send may wait for a busy syslog daemon before the line is dropped. The daemon
 /// answers snmpd from the threads that log, so it must never stall on logging.
 const SEND_TIMEOUT: Duration = Duration::from_millis(100);
@@ -49,12 +122,12 @@ static SET_FILTER: OnceLock<SetFilter> = OnceLock::new();
 
 /// Installs the global subscriber.
 ///
-/// `level` is one of error, warn, info, debug, trace (any `EnvFilter` directive such as
-/// `memstat_agentx::agentx=debug,info` also works). For [`LogTarget::Syslog`] the socket is
+/// `level` applies to every message (EnvFilter directives are not taken: see
+/// config::LogLevel). For [`LogTarget::Syslog`] the socket is
 /// connected now, so a missing syslog daemon is reported here rather than losing lines.
 /// Fails if a global subscriber is already installed.
-pub fn init(target: LogTarget, level: &str) -> Result<(), String> {
-    let filter = parse_filter(level)?;
+pub fn init(target: LogTarget, level: LogLevel) -> Result<(), String> {
+    let filter = filter_of(level);
     match target {
         LogTarget::Stderr => {
             let builder = tracing_subscriber::fmt()
@@ -202,16 +275,25 @@ impl<'a, S: LineSink> MakeWriter<'a> for LossyWriter<S> {
 
 /// Changes the level of the subscriber [`init`] installed (for SIGHUP). The target cannot
 /// change without a restart.
-pub fn set_level(level: &str) -> Result<(), String> {
-    let filter = parse_filter(level)?;
+pub fn set_level(level: LogLevel) -> Result<(), String> {
+    let filter = filter_of(level);
     match SET_FILTER.get() {
         Some(set) => set(filter),
         None => Err("logging is not initialised".into()),
     }
 }
 
-fn parse_filter(level: &str) -> Result<EnvFilter, String> {
-    EnvFilter::try_new(level).map_err(|e| format!("invalid log level {level:?}: {e}"))
+fn filter_of(level: LogLevel) -> EnvFilter {
+    EnvFilter::new(level.to_string())
+}
+
+/// What [`init`] would refuse about `target`, without installing anything: `check-config`
+/// gives run's verdict on a syslog daemon that is not there.
+pub fn check_target(target: LogTarget) -> Result<(), String> {
+    match target {
+        LogTarget::Stderr => Ok(()),
+        LogTarget::Syslog => SyslogSink::connect(Path::new(SYSLOG_SOCKET), SYSLOG_TAG).map(drop),
+    }
 }
 
 /// The syslog severity of a tracing level.

@@ -1,9 +1,11 @@
 //! The `memstat-agentx` command: `run` (the subagent), `dump` and `check-config`.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use memstat_agentx::agent::{Agent, AgentSettings};
-use memstat_agentx::agentx::session::{Control, MasterAddr, SessionConfig, Subagent};
-use memstat_agentx::config::{Config, LogTarget, Overrides, DEFAULT_CONFIG_PATH};
+use memstat_agentx::agentx::session::{Control, SessionConfig, Subagent};
+use memstat_agentx::config::{
+    Config, ConfigError, Kind, RawSettings, DEFAULT_CONFIG_PATH, SETTINGS,
+};
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{Snapshot, Source, SourceKind};
 use memstat_agentx::reader::SourceReader;
@@ -31,76 +33,105 @@ enum FormatArg {
     Json,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum LogTargetArg {
-    Stderr,
-    Syslog,
+/// The options of `run` and `check-config`: `--config`, and one option per setting,
+/// generated from the settings' one definition (config::SETTINGS).
+#[derive(Clone)]
+struct SettingArgs {
+    config: Option<PathBuf>,
+    raw: RawSettings,
 }
 
-/// Settings shared by `run` and `check-config`; each one given overrides the file.
-#[derive(Args, Default)]
-struct SettingArgs {
-    /// Configuration file (default: the conventional path, if it exists).
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// The master: a socket path, unix:PATH or tcp:HOST:PORT.
-    #[arg(long)]
-    agentx_socket: Option<String>,
-    /// auto, linux, linux:PATH, freebsd or fixture:PATH.
-    #[arg(long)]
-    source: Option<String>,
-    /// Maximum snapshot age for a new walk or a Get, in seconds (decimal).
-    #[arg(long)]
-    max_age: Option<f64>,
-    /// How long a walk stays pinned to its snapshot, in seconds.
-    #[arg(long)]
-    walk_window: Option<f64>,
-    /// Seconds between Pings to the master; 0 disables them.
-    #[arg(long)]
-    ping_interval: Option<f64>,
-    /// First reconnection delay, in seconds.
-    #[arg(long)]
-    backoff_min: Option<f64>,
-    /// Largest reconnection delay, in seconds.
-    #[arg(long)]
-    backoff_max: Option<f64>,
-    /// Directory for the persistent index assignments.
-    #[arg(long)]
-    state_dir: Option<PathBuf>,
-    /// error, warn, info, debug or trace.
-    #[arg(long)]
-    log_level: Option<String>,
-    #[arg(long, value_enum)]
-    log_target: Option<LogTargetArg>,
-    /// Drop privileges to this user after opening the source.
-    #[arg(long)]
-    user: Option<String>,
-    /// Do not send AddAgentCaps (for masters that refuse it).
-    #[arg(long)]
-    no_agent_caps: bool,
+/// The negative flag of a switch (`--no-agent-caps`). Built once per process, at start-up.
+fn negated(key: &str) -> &'static str {
+    Box::leak(format!("no-{key}").into_boxed_str())
+}
+
+/// "Do not register ..." for "Register ...".
+fn negated_help(summary: &str) -> String {
+    let mut chars = summary.chars();
+    let first = chars
+        .next()
+        .map(|c| c.to_lowercase().to_string())
+        .unwrap_or_default();
+    format!("Do not {first}{}", chars.as_str())
+}
+
+impl Args for SettingArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let config = Arg::new("config")
+            .long("config")
+            .value_name("FILE")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("Configuration file (default: the conventional path, if it exists)");
+        SETTINGS
+            .iter()
+            .fold(cmd.arg(config), |cmd, s| match s.kind {
+                Kind::Switch => {
+                    let no = negated(s.key);
+                    cmd.arg(
+                        Arg::new(s.key)
+                            .long(s.key)
+                            .action(ArgAction::SetTrue)
+                            .help(s.summary())
+                            .overrides_with(no),
+                    )
+                    .arg(
+                        Arg::new(no)
+                            .long(no)
+                            .action(ArgAction::SetTrue)
+                            .help(negated_help(s.summary()))
+                            .overrides_with(s.key),
+                    )
+                }
+                Kind::Seconds | Kind::Text => cmd.arg(
+                    Arg::new(s.key)
+                        .long(s.key)
+                        .value_name(if s.kind == Kind::Seconds {
+                            "SECONDS"
+                        } else {
+                            "VALUE"
+                        })
+                        .value_parser(clap::value_parser!(String))
+                        // --max-age -1 is a value (refused by the setting), not an unknown flag.
+                        .allow_negative_numbers(true)
+                        .help(s.summary()),
+                ),
+            })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for SettingArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut raw = RawSettings::default();
+        for s in SETTINGS {
+            match s.kind {
+                Kind::Switch if m.get_flag(s.key) => raw.set_arg(s.key, "true".into()),
+                Kind::Switch if m.get_flag(&format!("no-{}", s.key)) => {
+                    raw.set_arg(s.key, "false".into())
+                }
+                Kind::Switch => {}
+                Kind::Seconds | Kind::Text => {
+                    if let Some(v) = m.get_one::<String>(s.key) {
+                        raw.set_arg(s.key, v.clone());
+                    }
+                }
+            }
+        }
+        let config = m.get_one::<PathBuf>("config").cloned();
+        Ok(SettingArgs { config, raw })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
 }
 
 impl SettingArgs {
-    fn overrides(&self) -> Overrides {
-        Overrides {
-            agentx_socket: self.agentx_socket.clone(),
-            source: self.source.clone(),
-            max_age: self.max_age,
-            walk_window: self.walk_window,
-            ping_interval: self.ping_interval,
-            backoff_min: self.backoff_min,
-            backoff_max: self.backoff_max,
-            state_dir: self.state_dir.clone(),
-            log_level: self.log_level.clone(),
-            log_target: self.log_target.map(|t| match t {
-                LogTargetArg::Stderr => LogTarget::Stderr,
-                LogTargetArg::Syslog => LogTarget::Syslog,
-            }),
-            user: self.user.clone(),
-            agent_caps: self.no_agent_caps.then_some(false),
-        }
-    }
-
     /// The file to read: the one given, else the default path when it exists.
     fn config_path(&self) -> Option<PathBuf> {
         self.config.clone().or_else(|| {
@@ -109,14 +140,15 @@ impl SettingArgs {
         })
     }
 
-    fn load(&self) -> Result<Config, String> {
-        let mut cfg = match self.config_path() {
-            Some(p) => Config::load(&p).map_err(|e| e.to_string())?,
-            None => Config::default(),
+    /// The file's values, then the options', converted once: what `run`, `check-config`
+    /// and a reload all use.
+    fn load(&self) -> Result<Config, ConfigError> {
+        let mut raw = match self.config_path() {
+            Some(p) => RawSettings::read_file(&p)?,
+            None => RawSettings::default(),
         };
-        cfg.apply_checked(&self.overrides())
-            .map_err(|e| e.to_string())?;
-        Ok(cfg)
+        raw.merge(self.raw.clone());
+        raw.convert()
     }
 }
 
@@ -132,24 +164,35 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
     },
-    /// Validate a configuration file and print the effective settings.
-    CheckConfig(SettingArgs),
+    /// Give run's verdict on the settings, without starting anything, and print them.
+    CheckConfig {
+        #[command(flatten)]
+        settings: SettingArgs,
+        /// Check as the user a supervisor starts the daemon as (rc.subr's
+        /// memstat_agentx_user, systemd's User=), not as the user running check-config.
+        #[arg(long, value_name = "USER")]
+        run_as: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Dump { source, format } => dump(&source, format),
-        Command::CheckConfig(args) => match args.load().and_then(|cfg| {
-            check_state_dir(&cfg)?;
-            Ok(cfg)
-        }) {
-            Ok(cfg) => print_out(&cfg.render()),
-            Err(e) => {
-                print_err(&e);
-                ExitCode::FAILURE
+        Command::CheckConfig { settings, run_as } => {
+            let mut warnings = Vec::new();
+            let verdict = check_config(&settings, run_as.as_deref(), &mut warnings);
+            for w in &warnings {
+                print_err(&format!("warning: {w}"));
             }
-        },
+            match verdict {
+                Ok(cfg) => print_out(&cfg.render()),
+                Err(e) => {
+                    print_err(&e);
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Run(args) => match run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -207,24 +250,19 @@ fn print_err(message: &str) {
     let _ = writeln!(std::io::stderr().lock(), "memstat-agentx: {message}");
 }
 
-fn session_config(cfg: &Config) -> Result<(SessionConfig, AgentSettings), String> {
-    let master: MasterAddr = cfg
-        .agentx_socket
-        .parse()
-        .map_err(|e| format!("agentx-socket: {e}"))?;
-    Ok((
-        SessionConfig {
-            master,
-            ping_interval: cfg.ping_interval,
-            backoff_min: cfg.backoff_min,
-            backoff_max: cfg.backoff_max,
-            agent_caps: cfg.agent_caps,
-        },
-        AgentSettings {
-            max_age: cfg.max_age,
-            walk_window: cfg.walk_window,
-        },
-    ))
+fn session_config(cfg: &Config) -> (SessionConfig, AgentSettings) {
+    let session = SessionConfig {
+        master: cfg.agentx_socket.clone(),
+        ping_interval: cfg.ping_interval,
+        backoff_min: cfg.backoff_min,
+        backoff_max: cfg.backoff_max,
+        agent_caps: cfg.agent_caps,
+    };
+    let agent = AgentSettings {
+        max_age: cfg.max_age,
+        walk_window: cfg.walk_window,
+    };
+    (session, agent)
 }
 
 /// Creates the state directory (mode 0750) when it is missing.
@@ -240,22 +278,96 @@ fn prepare_state_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create state directory {}: {e}", dir.display()))
 }
 
-/// `check-config`: the state directory rule of `run`, for the user `run` would run as (the
-/// configured user, else the current one). A missing directory is fine: `run` creates it.
-fn check_state_dir(cfg: &Config) -> Result<(), String> {
+/// `check-config`: run's start-up, step by step, without starting anything. What `run`
+/// refuses is an error; what it tolerates (it waits, creates, or serves error(3) or without
+/// persistence) is a warning. `run_as` is the user a supervisor starts the daemon as.
+fn check_config(
+    args: &SettingArgs,
+    run_as: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<Config, String> {
+    let cfg = args.load().map_err(|e| e.to_string())?;
+    let started_as = run_as
+        .map(|u| privdrop::lookup_user(u).map_err(|e| format!("--run-as: {e}")))
+        .transpose()?;
+    // What run does as the user that starts it; a child takes that identity when it is not
+    // ours (root may be started as root: nothing to switch).
+    let euid = privdrop::effective_uid();
+    let found = match &started_as {
+        Some(user) if user.uid != euid && user.uid != 0 => {
+            privdrop::in_child_as(user, || rehearse_start(&cfg))?
+        }
+        _ => rehearse_start(&cfg)?,
+    };
+    warnings.extend(found.lines().map(String::from));
+    if let memstat_agentx::agentx::session::MasterAddr::Unix(path) = &cfg.agentx_socket {
+        if !path.exists() {
+            warnings.push(format!(
+                "the AgentX socket {} does not exist (yet): run keeps trying to connect",
+                path.display()
+            ));
+        }
+    }
+    Ok(cfg)
+}
+
+/// As the starting user, what run does before it switches: connect to syslog and open the
+/// source (an error is run's error). Then, as the user run switches to, what it does after:
+/// read the source once and look at the state directory. Returns the warnings, a line each.
+fn rehearse_start(cfg: &Config) -> Result<String, String> {
+    logging::check_target(cfg.log_target)?;
+    let mut source = Source::open(&cfg.source).map_err(|e| e.to_string())?;
+    // Root with a user first gives the directory to that user: only its mode can be wrong,
+    // and its files are read here, as they will be the user's.
+    let given_away = cfg.user.is_some() && privdrop::is_root();
+    let mut found = match given_away {
+        true => rehearse_state_dir(cfg, None)?,
+        false => Vec::new(),
+    };
+    let mut after_switch = move || {
+        if let Err(e) = source.read() {
+            found.push(format!(
+                "{e}: run would serve memSourceStatus error(3) until a read works"
+            ));
+        }
+        if !given_away {
+            found.extend(rehearse_state_dir(cfg, Some(privdrop::effective_uid()))?);
+        }
+        Ok(found.join("\n"))
+    };
+    match &cfg.user {
+        Some(user) => privdrop::in_child_as(user, after_switch),
+        None => after_switch(),
+    }
+}
+
+/// The state directory as run finds it, for the user `owner` run runs as (`None`: whoever
+/// owns it, as run makes it the user's): the warnings of what would keep run from persisting
+/// its indexes there (it then serves with indexes in memory). A state file that must not be
+/// rebuilt is an error, as run refuses it.
+fn rehearse_state_dir(cfg: &Config, owner: Option<u32>) -> Result<Vec<String>, String> {
     let dir = &cfg.state_dir;
-    let Ok(meta) = std::fs::metadata(dir) else {
-        return Ok(());
+    let not_persisted =
+        |e: String| format!("{e}: run would serve, but its indexes would not survive a restart");
+    let meta = match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(vec![format!(
+                "{} does not exist: run creates it",
+                dir.display()
+            )])
+        }
+        Err(e) => return Ok(vec![not_persisted(format!("{}: {e}", dir.display()))]),
+        Ok(meta) => meta,
     };
-    let uid = match &cfg.user {
-        // Started as root with a user, `run` gives the directory to that user first
-        // (privdrop::chown_to_user), so only its mode can be wrong.
-        Some(_) if privdrop::is_root() => std::os::unix::fs::MetadataExt::uid(&meta),
-        Some(user) => privdrop::uid_of(user)?,
-        None => privdrop::effective_uid(),
-    };
-    statedir::check_owner(dir, uid)
-        .map_err(|e| format!("{e}: run would not persist its indexes there"))
+    let owner = owner.unwrap_or_else(|| std::os::unix::fs::MetadataExt::uid(&meta));
+    if let Err(e) = statedir::check_owner(dir, owner) {
+        return Ok(vec![not_persisted(e)]);
+    }
+    let (_, problems) = StableIndexes::load(dir);
+    if let Some(fatal) = problems.iter().find(|p| p.is_fatal()) {
+        return Err(fatal.to_string());
+    }
+    Ok(problems.iter().map(ToString::to_string).collect())
 }
 
 /// The index state, and what keeps the state directory in use by this daemon.
@@ -310,21 +422,31 @@ fn open_state(dir: &Path) -> Result<State, String> {
     })
 }
 
-fn run(args: SettingArgs) -> Result<(), String> {
-    let cfg = args.load()?;
-    logging::init(cfg.log_target, &cfg.log_level)?;
-    let (session_cfg, agent_settings) = session_config(&cfg)?;
-    let kind: SourceKind = cfg.source.parse().map_err(|e| format!("source: {e}"))?;
+fn run(mut args: SettingArgs) -> Result<(), String> {
+    // Until the handler is installed, a SIGHUP (a reload sent during a slow start) would
+    // end the daemon: it is ignored instead.
+    memstat_agentx::process::ignore_hangups();
+    // The file is chosen once: if the default file later vanishes, a reload is refused
+    // rather than falling back to the defaults.
+    args.config = args.config_path();
+    let cfg = args.load().map_err(|e| e.to_string())?;
+    logging::init(cfg.log_target, cfg.log_level)?;
+    let (session_cfg, agent_settings) = session_config(&cfg);
 
     // Privileged steps first: the Linux source is root-only, so it is opened (and kept
     // open) before dropping to the configured user. The state directory is made ours.
-    let source = Source::open(&kind).map_err(|e| e.to_string())?;
+    let source = Source::open(&cfg.source).map_err(|e| e.to_string())?;
     if let Some(user) = &cfg.user {
-        prepare_state_dir(&cfg.state_dir)?;
-        privdrop::chown_to_user(&cfg.state_dir, user)?;
+        // A directory that cannot be made the user's is not fatal: open_state below then
+        // finds it unusable and the daemon serves without persisting, as check-config says.
+        let given = prepare_state_dir(&cfg.state_dir)
+            .and_then(|()| privdrop::chown_to_user(&cfg.state_dir, user));
+        if let Err(e) = given {
+            tracing::warn!("{e}");
+        }
         // Before the runtime exists: a set*id call changes only the calling thread.
         privdrop::drop_privileges(user)?;
-        tracing::info!("running as user {user}");
+        tracing::info!("running as user {}", user.name);
     }
     // After the privilege drop: the directory must be safe for the user we now run as.
     let state = open_state(&cfg.state_dir)?;
@@ -340,7 +462,6 @@ fn run(args: SettingArgs) -> Result<(), String> {
     let reader = SourceReader::spawn(source)
         .map_err(|e| format!("cannot start the source's reading thread: {e}"))?;
 
-    let master = session_cfg.master.clone();
     let subagent = Subagent::new(session_cfg, agent, reader)
         .map_err(|e| format!("cannot start the alarm thread: {e}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -349,21 +470,23 @@ fn run(args: SettingArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(signals(args, cfg, tx));
         tracing::info!(
             "memstat-agentx {} serving {} to {}",
             env!("CARGO_PKG_VERSION"),
-            kind,
-            master
+            cfg.source,
+            cfg.agentx_socket
         );
+        tokio::spawn(signals(args, cfg, tx));
         subagent.run(rx).await;
     });
     tracing::info!("exiting");
     Ok(())
 }
 
-/// Turns signals into control messages: SIGHUP re-reads the configuration (a bad one is
-/// rejected and the old one stays in force), SIGTERM and SIGINT shut down.
+/// Turns signals into control messages: SIGTERM and SIGINT shut down; SIGHUP re-reads the
+/// configuration and applies what a reload can (config::Reload), or keeps the old one if
+/// the new one is refused. The file is read and the user looked up on a thread of their
+/// own, so a slow file system or user database never holds up the session or a shutdown.
 async fn signals(args: SettingArgs, mut current: Config, tx: tokio::sync::mpsc::Sender<Control>) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut hup), Ok(mut term), Ok(mut int)) = (
@@ -374,23 +497,51 @@ async fn signals(args: SettingArgs, mut current: Config, tx: tokio::sync::mpsc::
         tracing::error!("cannot install signal handlers");
         return;
     };
+    // What a reload cannot change stays as the daemon started.
+    let started = current.clone();
+    let mut loading: Option<tokio::sync::oneshot::Receiver<Result<Config, ConfigError>>> = None;
     loop {
+        let loaded = async {
+            match loading.as_mut() {
+                Some(rx) => rx.await.ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = hup.recv() => {
-                match args.load().and_then(|c| session_config(&c).map(|s| (c, s))) {
-                    Ok((new, (s, c))) => {
-                        if new.source != current.source || new.user != current.user || new.state_dir != current.state_dir {
-                            tracing::warn!("source, user and state-dir changes take effect at the next restart");
+                if loading.is_some() {
+                    tracing::warn!("SIGHUP ignored: the previous reload is still reading the configuration");
+                    continue;
+                }
+                let (done, rx) = tokio::sync::oneshot::channel();
+                let args = args.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("config-reload".into())
+                    .spawn(move || { let _ = done.send(args.load()); });
+                match spawned {
+                    Ok(_) => loading = Some(rx),
+                    Err(e) => tracing::error!("configuration not reloaded: cannot start a thread: {e}"),
+                }
+            }
+            result = loaded => {
+                loading = None;
+                match result {
+                    Some(Ok(new)) => {
+                        let unchanged = started.needs_restart(&new);
+                        if !unchanged.is_empty() {
+                            tracing::warn!("{} changed: a restart applies that", unchanged.join(", "));
                         }
                         if new.log_level != current.log_level {
-                            if let Err(e) = logging::set_level(&new.log_level) {
+                            if let Err(e) = logging::set_level(new.log_level) {
                                 tracing::warn!("log level: {e}");
                             }
                         }
+                        let (s, a) = session_config(&new);
                         current = new;
-                        let _ = tx.send(Control::Reload(s, c)).await;
+                        let _ = tx.send(Control::Reload(s, a)).await;
                     }
-                    Err(e) => tracing::error!("configuration not reloaded, keeping the old one: {e}"),
+                    Some(Err(e)) => tracing::error!("configuration not reloaded, keeping the old one: {e}"),
+                    None => tracing::error!("configuration not reloaded: the reading thread failed"),
                 }
             }
             _ = term.recv() => break,

@@ -38,21 +38,18 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The uid of `user` in the password database.
-pub fn uid_of(user: &str) -> Result<u32, String> {
-    lookup_user(user).map(|a| a.uid)
-}
-
 /// A user's identity as found in the password database.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Account {
-    name: CString,
-    uid: libc::uid_t,
-    gid: libc::gid_t,
+pub struct Account {
+    pub name: String,
+    pub uid: libc::uid_t,
+    pub gid: libc::gid_t,
+    /// The name for the C calls that take one (getgrouplist).
+    c_name: CString,
 }
 
 /// Looks `name` up with getpwnam_r (thread-safe; the buffer grows on ERANGE).
-fn lookup_user(name: &str) -> Result<Account, String> {
+pub fn lookup_user(name: &str) -> Result<Account, String> {
     let cname =
         CString::new(name).map_err(|_| format!("user name {name:?} contains a NUL byte"))?;
     // SAFETY: sysconf has no memory-safety preconditions.
@@ -90,9 +87,10 @@ fn lookup_user(name: &str) -> Result<Account, String> {
             return Err(format!("no such user: {name:?}"));
         }
         return Ok(Account {
-            name: cname,
+            name: name.to_string(),
             uid: pwd.pw_uid,
             gid: pwd.pw_gid,
+            c_name: cname,
         });
     }
 }
@@ -107,7 +105,7 @@ fn group_list(account: &Account) -> Result<Vec<libc::gid_t>, String> {
         // and getgrouplist writes at most that many; n is a live local.
         let rc = unsafe {
             libc::getgrouplist(
-                account.name.as_ptr(),
+                account.c_name.as_ptr(),
                 account.gid as _,
                 groups.as_mut_ptr() as *mut _,
                 &mut n,
@@ -160,9 +158,9 @@ fn current_groups() -> Result<Vec<libc::gid_t>, String> {
 /// groups are the user's, a check confirms that root cannot be regained, and on Linux the
 /// effective, permitted, inheritable and ambient capability sets are empty and
 /// `no_new_privs` is set.
-pub fn drop_privileges(user: &str) -> Result<(), String> {
+pub fn drop_privileges(account: &Account) -> Result<(), String> {
     check_single_threaded()?;
-    let account = lookup_user(user)?;
+    let user = account.name.as_str();
     if account.uid == 0 {
         return Err(format!(
             "user {user:?} has uid 0: that would keep root privileges; leave the user unset to run as root"
@@ -181,7 +179,7 @@ pub fn drop_privileges(user: &str) -> Result<(), String> {
         ));
     }
 
-    let groups = group_list(&account)?;
+    let groups = group_list(account)?;
     #[cfg(target_os = "linux")]
     {
         // Do not keep capabilities across the uid change.
@@ -204,7 +202,81 @@ pub fn drop_privileges(user: &str) -> Result<(), String> {
         return Err(os_err(&format!("setuid({})", account.uid)));
     }
     clear_capabilities()?;
-    verify(&account, &groups, user)
+    verify(account, &groups, user)
+}
+
+/// Runs `f` in a forked child that first switches to `account` as [`drop_privileges`] does,
+/// and returns what it returned: `check-config` tries reads with the daemon's identity
+/// without giving up its own. The caller must be single-threaded (a forked child of a
+/// threaded process may only call async-signal-safe functions); `drop_privileges` checks it
+/// in the child. A failed switch is an error, as it is for `run`.
+pub fn in_child_as(
+    account: &Account,
+    f: impl FnOnce() -> Result<String, String>,
+) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    /// The most of the child's message the parent reads (a pipe holds at least 4 KiB).
+    const MESSAGE_CAP: u64 = 4096;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes. Close-on-exec, so that no
+    // program a check might start inherits them.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_err("pipe2"));
+    }
+    // SAFETY: the caller is single-threaded, so the child may run ordinary code; it ends with
+    // _exit, never returning into the parent's frames.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: fds[0] is the read end, which the child does not use; fds[1] is the write
+        // end, owned by the child alone from here on.
+        let mut out = unsafe {
+            libc::close(fds[0]);
+            std::fs::File::from_raw_fd(fds[1])
+        };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop_privileges(account).and_then(|()| f())
+        }))
+        .unwrap_or_else(|_| Err("the check panicked".into()));
+        let (code, message) = match outcome {
+            Ok(m) => (0, m),
+            Err(m) => (1, m),
+        };
+        // Within the parent's cap, so the child never blocks on a pipe the parent stopped
+        // reading before it waits.
+        let cut = message.len().min(MESSAGE_CAP as usize);
+        let _ = std::io::Write::write_all(&mut out, &message.as_bytes()[..cut]);
+        // SAFETY: _exit ends the child at once, without running the parent's atexit handlers
+        // or flushing its inherited stdio buffers twice.
+        unsafe { libc::_exit(code) }
+    }
+    // SAFETY: fds[1] is the write end, which the parent does not use; fds[0] is the read end,
+    // owned by the File from here on.
+    let mut input = unsafe {
+        libc::close(fds[1]);
+        std::fs::File::from_raw_fd(fds[0])
+    };
+    if pid < 0 {
+        return Err(os_err("fork"));
+    }
+    let mut message = Vec::new();
+    let _ = input.by_ref().take(MESSAGE_CAP).read_to_end(&mut message);
+    let mut status = 0;
+    // SAFETY: pid is our child; status is a live local.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Err(os_err("waitpid"));
+        }
+    }
+    let message = String::from_utf8_lossy(&message).into_owned();
+    match libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        true => Ok(message),
+        false if !message.is_empty() => Err(message),
+        false => Err(format!(
+            "the check as user {:?} ended abnormally",
+            account.name
+        )),
+    }
 }
 
 /// Confirms the switch took effect and cannot be undone.
@@ -360,16 +432,15 @@ fn clear_capabilities() -> Result<(), String> {
 /// descended into. Does nothing unless we are root (an unprivileged process could not give
 /// files away; systemd's `StateDirectory=` and the rc.d script's `install -d -o` have then
 /// made the directory the user's already), and skips what already belongs to the user.
-pub fn chown_to_user(dir: &Path, user: &str) -> Result<(), String> {
+pub fn chown_to_user(dir: &Path, account: &Account) -> Result<(), String> {
     if !is_root() {
         return Ok(());
     }
-    let account = lookup_user(user)?;
-    chown_one(dir, &account, true)?;
+    chown_one(dir, account, true)?;
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-        chown_one(&entry.path(), &account, false)?;
+        chown_one(&entry.path(), account, false)?;
     }
     Ok(())
 }
@@ -440,8 +511,7 @@ mod tests {
     fn root_target_is_refused() {
         // The test harness runs threads, so on Linux the thread check refuses first; either
         // way nothing is changed.
-        assert!(drop_privileges("root").is_err());
-        assert!(drop_privileges("no-such-user-memstat-xyz").is_err());
+        assert!(drop_privileges(&lookup_user("root").unwrap()).is_err());
     }
 
     #[test]
@@ -458,14 +528,13 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link")).unwrap();
         let me = current_user_name().unwrap();
         // To ourselves: nothing to change.
-        chown_to_user(dir.path(), &me).unwrap();
+        chown_to_user(dir.path(), &lookup_user(&me).unwrap()).unwrap();
         if !is_root() || lookup_user("nobody").is_err() {
             return;
         }
-        assert!(chown_to_user(dir.path(), "no-such-user-memstat-xyz").is_err());
         let nobody = lookup_user("nobody").unwrap();
         let passwd_before = std::fs::metadata("/etc/passwd").unwrap();
-        chown_to_user(dir.path(), "nobody").unwrap();
+        chown_to_user(dir.path(), &nobody).unwrap();
         for p in [dir.path().to_path_buf(), dir.path().join("indexes")] {
             let m = std::fs::metadata(&p).unwrap();
             assert_eq!(

@@ -254,3 +254,122 @@ fn with_user_the_daemon_reads_slabinfo_unprivileged_and_reconnects() {
     snmpd.restart();
     wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
 }
+
+/// A configuration file replaced by a FIFO, then SIGHUP: the reload is refused without
+/// waiting for a writer, walks go on, and SIGTERM still ends the daemon at once. A change
+/// of a setting a reload cannot apply is logged as such. (The FIFO is refused before any
+/// read could block; that the reload also runs off the runtime thread, for a slow file
+/// system or user database, is not shown here: no test can stall either on demand.)
+#[test]
+fn sighup_with_a_fifo_for_a_config_never_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_setup(dir.path(), 100);
+    let conf = dir.path().join("memstat-agentx.toml");
+    std::fs::write(&conf, format!("source = \"{src}\"\n")).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    let mut daemon = Daemon::start(
+        &snmpd,
+        &["--config", conf.to_str().unwrap(), "--state-dir", &state],
+    );
+    let hup = |daemon: &Daemon| {
+        Command::new("kill")
+            .args(["-HUP", &daemon.pid().to_string()])
+            .status()
+            .unwrap()
+    };
+    let wait_log = |daemon: &Daemon, what: &str, times: usize| {
+        let t0 = Instant::now();
+        while daemon.log_text().matches(what).count() < times {
+            assert!(
+                t0.elapsed() < Duration::from_secs(3),
+                "{}",
+                daemon.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // A change of the source needs a restart: said, and the old source stays.
+    let other = dir.path().join("other.json");
+    std::fs::write(&conf, format!("source = \"fixture:{}\"\n", other.display())).unwrap();
+    hup(&daemon);
+    wait_log(&daemon, "source changed: a restart applies that", 1);
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+
+    std::fs::remove_file(&conf).unwrap();
+    let c = std::ffi::CString::new(conf.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    hup(&daemon);
+    wait_log(&daemon, "configuration not reloaded", 1);
+    assert!(
+        daemon.log_text().contains("a FIFO, not a regular file"),
+        "{}",
+        daemon.log_text()
+    );
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+    // Twice, to be sure nothing was left waiting on the FIFO.
+    hup(&daemon);
+    wait_log(&daemon, "configuration not reloaded", 2);
+    assert_eq!(allocs_of_row1(snmpd.port), "100");
+    let status = daemon
+        .signal_and_wait("TERM", Duration::from_secs(1))
+        .expect("still running 1 s after SIGTERM");
+    assert!(status.success(), "{status}");
+}
+
+/// A reload sent while the daemon is still starting (`service reload` right after `start`)
+/// does not end it: SIGHUP is ignored until its handler is in place.
+#[test]
+fn sighup_during_start_up_is_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_setup(dir.path(), 1);
+    let log = dir.path().join("run.log");
+    // A state file of 200,000 rows makes the start-up long enough to signal into.
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let entries: Vec<String> = (1..=200_000)
+        .map(|i| format!(r#"{{"allocator":"slab","name":"t{i}","ordinal":0,"index":{i}}}"#))
+        .collect();
+    let body = format!(r#"{{"version":1,"entries":[{}]}}"#, entries.join(","));
+    std::fs::write(state.join("indexes.json"), body).unwrap();
+    let mut child = Command::new(bin())
+        .args(["run", "--config", "/dev/null", "--source", &src])
+        .args([
+            "--agentx-socket",
+            &dir.path().join("none").display().to_string(),
+        ])
+        .args([
+            "--state-dir",
+            &dir.path().join("state").display().to_string(),
+        ])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    // From just after the process has started until it serves, and a little after.
+    std::thread::sleep(Duration::from_millis(10));
+    let mut served_at = None;
+    while served_at.map_or(true, |t: Instant| t.elapsed() < Duration::from_millis(200)) {
+        Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "SIGHUP ended the daemon: {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        if served_at.is_none() && std::fs::read_to_string(&log).unwrap().contains(" serving ") {
+            served_at = Some(Instant::now());
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        served_at.unwrap() - t0 > Duration::from_millis(30),
+        "the start-up was too short to test"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

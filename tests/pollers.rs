@@ -2,9 +2,7 @@
 //!
 //! - Cacti: contrib/cacti/memstat_memtypetable.xml parses, names the right objects, and
 //!   Cacti's polling pattern (multi-OID Gets of `column.index`) returns the served values;
-//! - LibreNMS: its walk style (`snmpbulkwalk -OQXUte -Cr10`, one column per process, MIB
-//!   loaded) parses into the fixture's values, types survive without -OQ, and the YAML in
-//!   contrib/librenms names the right OIDs;
+//! - (LibreNMS: tests/librenms.rs; Cacti run for real: tests/cacti.rs);
 //! - Prometheus: contrib/prometheus/generator.yml through the real generator and exporter,
 //!   scraped over HTTP;
 //! - counter semantics across a restart of the daemon alone, and memTypeDiscontinuityTime.
@@ -150,18 +148,6 @@ fn translate(opts: &[&str], oid: &str) -> String {
     .to_string()
 }
 
-/// snmpbulkwalk with the MIB loaded, options as given (no implicit output options).
-fn named_walk(port: u16, opts: &[&str], oid: &str) -> String {
-    need("snmpbulkwalk", "snmp");
-    run(Command::new("snmpbulkwalk")
-        .args(["-v2c", "-c", "public"])
-        .args(opts)
-        .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg(oid)
-        .env("MIBS", ""))
-}
-
 /// The master's sysUpTime.0, in ticks.
 fn sys_uptime(port: u16) -> u64 {
     let l = get(port, &[".1.3.6.1.2.1.1.3.0"]);
@@ -256,6 +242,10 @@ fn cacti_data_query_names_the_right_objects_and_polls_by_multi_oid_get() {
     let index_oid = s(&q["oid_index"]);
     assert_eq!(translate(&["-OS"], &index_oid), "MEMSTAT-MIB::memTypeName");
     assert_eq!(s(&q["oid_index_parse"]), r"OID/REGEXP:.*\.([0-9]+)$");
+    // The row identity is memTypeIndex alone: Cacti takes the first index_order field whose
+    // OID is oid_index as the sort field without checking that its values are unique, so
+    // memTypeName (which repeats) must not come first.
+    assert_eq!(s(&q["index_order"]), "memTypeIndex");
 
     // Every field's OID is the object it is named after, both ways; output fields say
     // whether they are a gauge or a counter, and that agrees with the MIB.
@@ -269,8 +259,10 @@ fn cacti_data_query_names_the_right_objects_and_polls_by_multi_oid_get() {
             .or_default()
             .push(tag.clone());
         if source == "index" {
+            // Cacti fills a source=index field only when it has no <oid> (lib/data_query.php,
+            // query_snmp_host); with one, the field stays empty and rows lose their identity.
             assert_eq!(tag, "memTypeIndex");
-            assert_eq!(oid, index_oid, "the index field walks oid_index");
+            assert_eq!(oid, "", "the index field must not have an <oid>");
             continue;
         }
         assert_eq!(source, "value", "{tag}");
@@ -356,7 +348,8 @@ fn cacti_data_query_names_the_right_objects_and_polls_by_multi_oid_get() {
     assert_eq!(rows, expected_rows);
 
     // Poll: every output field of three rows (2, 3: full UMA rows; 5: a sparse slab row)
-    // in one Get request, as Cacti batches them (up to 60 OIDs per request).
+    // in one Get request, as spine batches them (up to 60 OIDs per request; cmd.php sends
+    // one OID per Get).
     let outputs: Vec<(String, String)> = fields
         .iter()
         .filter(|f| f["direction"] == "output")
@@ -405,186 +398,6 @@ fn cacti_data_query_names_the_right_objects_and_polls_by_multi_oid_get() {
             (l.ty.as_str(), l.value.trim()),
             ("Counter64", v.to_string().as_str())
         );
-    }
-    drop(env);
-}
-
-// ------------------------------------------------------------------------------------------
-// LibreNMS
-// ------------------------------------------------------------------------------------------
-
-/// `MEMSTAT-MIB::memTypeInUseBytes[3] = 123` → ("memTypeInUseBytes", 3, "123").
-fn parse_librenms(out: &str) -> Vec<(String, u32, String)> {
-    out.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let (lhs, value) = l
-                .split_once(" = ")
-                .unwrap_or_else(|| panic!("unexpected line {l:?}"));
-            let lhs = lhs
-                .strip_prefix("MEMSTAT-MIB::")
-                .unwrap_or_else(|| panic!("not a MEMSTAT-MIB name: {l:?}"));
-            let (name, index) = lhs
-                .strip_suffix(']')
-                .and_then(|s| s.split_once('['))
-                .unwrap_or_else(|| panic!("no [index] in {l:?}"));
-            (
-                name.to_string(),
-                index.parse().unwrap_or_else(|_| panic!("index in {l:?}")),
-                value.trim().trim_matches('"').trim().to_string(),
-            )
-        })
-        .collect()
-}
-
-/// Enough rows that a 10-repetition walk takes several requests.
-fn many_types() -> Vec<MemoryType> {
-    let mut v = sample_types();
-    for i in 0..25u64 {
-        let mut t = full_type(Allocator::Uma, &format!("zone{i}"), 100 + i);
-        t.per_cpu.clear();
-        v.push(t);
-    }
-    v
-}
-
-/// The LibreNMS MIB poller's RRD type for an object (`oid_rrd_def` in LibreNMS's
-/// includes/snmp.inc.php), from `snmptranslate -Td`'s SYNTAX line.
-fn librenms_rrd_type(object: &str) -> Option<&'static str> {
-    let td = translate(&["-Td", "-On"], &format!("MEMSTAT-MIB::{object}"));
-    let syntax = td
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("SYNTAX"))
-        .map(|s| s.split_whitespace().next().unwrap_or("").to_string())
-        .unwrap_or_default();
-    match syntax.as_str() {
-        "INTEGER" | "Integer32" | "Gauge32" | "Unsigned32" => Some("GAUGE"),
-        "Counter32" | "Counter64" => Some("COUNTER"),
-        _ => None,
-    }
-}
-
-#[test]
-fn librenms_walks_each_column_with_its_flags_and_types_survive() {
-    let types = many_types();
-    let env = setup(types.clone(), &[]);
-    let port = env.snmpd.port;
-
-    // LibreNMS: one column per snmpbulkwalk process, -OQXUte, -Cr10 (snmp_max_repeaters).
-    for &(_, col, kind) in COLUMNS {
-        let out = named_walk(port, &["-OQXUte", "-Cr10"], &format!("MEMSTAT-MIB::{col}"));
-        let got = parse_librenms(&out);
-        let mut want = Vec::new();
-        for (i, t) in types.iter().enumerate() {
-            let v = match kind {
-                Kind::Text => Some(t.name.clone()),
-                Kind::Ticks => Some("0".to_string()), // -Ot: raw ticks; no discontinuity
-                Kind::Hex => t.size_mask.map(|m| {
-                    m.to_be_bytes()
-                        .iter()
-                        .map(|b| format!("{b:02X}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                }),
-                _ => num(t, col).map(|v| v.to_string()),
-            };
-            if let Some(v) = v {
-                want.push((col.to_string(), i as u32 + 1, v));
-            }
-        }
-        assert_eq!(got, want, "snmpbulkwalk -OQXUte -Cr10 {col}:\n{out}");
-    }
-
-    // Without -OQ every value keeps its type: Counter64 stays Counter64.
-    let out = named_walk(port, &["-OXUte", "-Cr10"], "MEMSTAT-MIB::memTypeTable");
-    let mut seen = BTreeMap::new();
-    for l in out.lines() {
-        let (lhs, rhs) = l.split_once(" = ").unwrap_or_else(|| panic!("{l:?}"));
-        let col = lhs
-            .strip_prefix("MEMSTAT-MIB::")
-            .and_then(|s| s.split('[').next())
-            .unwrap_or_else(|| panic!("{l:?}"));
-        // -Ot prints TimeTicks as a bare number of ticks, without a type.
-        let ty = if rhs.parse::<u64>().is_ok() {
-            "raw ticks"
-        } else {
-            rhs.split(':').next().unwrap()
-        };
-        let want = match column(col).1 {
-            Kind::Text => "STRING",
-            Kind::Enum => "INTEGER",
-            Kind::Gauge32 => "Gauge32",
-            Kind::Gauge64 | Kind::Counter64 => "Counter64",
-            Kind::Hex => "Hex-STRING",
-            Kind::Ticks => "raw ticks",
-        };
-        assert_eq!(ty, want, "{l}");
-        *seen.entry(col.to_string()).or_insert(0) += 1;
-    }
-    assert_eq!(seen.len(), COLUMNS.len(), "{seen:?}");
-    assert_eq!(
-        seen["memTypeAllocs"],
-        types.iter().filter(|t| t.allocs.is_some()).count()
-    );
-    // A value past 2^32 arrives whole.
-    let big = types[1].in_use_bytes.unwrap();
-    assert!(big > u32::MAX as u64);
-    assert!(
-        out.contains(&format!(
-            "MEMSTAT-MIB::memTypeInUseBytes[2] = Counter64: {big}"
-        )),
-        "{out}"
-    );
-
-    // LibreNMS's MIB-based poller types its RRDs from snmptranslate -Td's SYNTAX line: a
-    // MemGauge64 column becomes a COUNTER (rates of a level), which is why contrib/librenms
-    // ships the gauges as YAML sensors instead (README.md says so).
-    for &(_, col, kind) in COLUMNS {
-        let rrd = librenms_rrd_type(col);
-        match kind {
-            Kind::Gauge64 | Kind::Counter64 => assert_eq!(rrd, Some("COUNTER"), "{col}"),
-            Kind::Enum | Kind::Gauge32 => assert_eq!(rrd, Some("GAUGE"), "{col}"),
-            Kind::Text | Kind::Hex | Kind::Ticks => assert_eq!(rrd, None, "{col}"),
-        }
-    }
-
-    // contrib/librenms/memstat-sensors.yaml: each sensor's num_oid is its value's OID plus
-    // the index, the values are gauges, and the walk LibreNMS discovery does finds them.
-    let yaml =
-        std::fs::read_to_string(Path::new(MANIFEST).join("contrib/librenms/memstat-sensors.yaml"))
-            .unwrap();
-    assert!(
-        yaml.contains("\nmib: MEMSTAT-MIB\n"),
-        "the YAML must name the MIB"
-    );
-    let field = |line: &str, key: &str| {
-        line.trim()
-            .strip_prefix(key)
-            .map(|v| v.trim().trim_matches('\'').to_string())
-    };
-    let mut sensors = Vec::new();
-    let mut value = None;
-    for line in yaml.lines() {
-        if let Some(v) = field(line, "value:") {
-            value = Some(v);
-        } else if let Some(n) = field(line, "num_oid:") {
-            sensors.push((value.take().expect("value: before num_oid:"), n));
-        } else if let Some(o) = field(line, "oid:") {
-            assert_eq!(o, "memTypeTable");
-        }
-    }
-    assert!(sensors.len() >= 3, "{sensors:?}");
-    let walked = named_walk(port, &["-OQXUte", "-Cr10"], "MEMSTAT-MIB::memTypeTable");
-    let rows = parse_librenms(&walked);
-    for (value, num_oid) in &sensors {
-        let base = num_oid
-            .strip_suffix(".{{ $index }}")
-            .unwrap_or_else(|| panic!("num_oid {num_oid} must end with .{{{{ $index }}}}"));
-        assert_eq!(translate(&["-On"], &format!("MEMSTAT-MIB::{value}")), base);
-        assert_eq!(column(value).1, Kind::Gauge64, "{value} is not a gauge");
-        let n = rows.iter().filter(|r| &r.0 == value).count();
-        let want = types.iter().filter(|t| num(t, value).is_some()).count();
-        assert_eq!(n, want, "{value} rows in the discovery walk");
     }
     drop(env);
 }

@@ -19,7 +19,9 @@ extern "C" fn child_hook() {
     }
     // Open the root-only file first, as the daemon does with /proc/slabinfo.
     let mut slab = std::fs::File::open("/proc/slabinfo").ok();
-    match memstat_agentx::privdrop::drop_privileges("nobody") {
+    match memstat_agentx::privdrop::lookup_user("nobody")
+        .and_then(|a| memstat_agentx::privdrop::drop_privileges(&a))
+    {
         Ok(()) => println!("RESULT=ok"),
         Err(e) => println!("RESULT=err {e}"),
     }
@@ -144,6 +146,8 @@ fn drops_to_nobody_and_clears_capabilities() {
 #[test]
 fn refuses_in_a_multithreaded_process() {
     // The harness already runs this on a second thread.
-    let e = memstat_agentx::privdrop::drop_privileges("nobody").unwrap_err();
+    let e = memstat_agentx::privdrop::lookup_user("nobody")
+        .and_then(|a| memstat_agentx::privdrop::drop_privileges(&a))
+        .unwrap_err();
     assert!(e.contains("threads"), "{e}");
 }

@@ -37,7 +37,8 @@ pub struct SessionConfig {
 
 /// What the rest of the daemon asks of the session.
 pub enum Control {
-    /// New settings (SIGHUP). The connection is kept unless the master address changed.
+    /// New settings (SIGHUP). The connection is kept unless the master address or agent-caps
+    /// changed.
     Reload(SessionConfig, AgentSettings),
     /// Close(shutdown) and return.
     Shutdown,
@@ -261,7 +262,8 @@ impl Subagent {
 
     /// Applies reloaded settings; true when the master address changed.
     fn apply(&mut self, s: SessionConfig, a: AgentSettings) -> bool {
-        let readdress = s.master != self.cfg.master;
+        // AddAgentCaps is sent when a session opens: a change takes a new session.
+        let readdress = s.master != self.cfg.master || s.agent_caps != self.cfg.agent_caps;
         self.backoff = Backoff::new(s.backoff_min, s.backoff_max);
         self.cfg = s;
         self.agent.set_settings(a);

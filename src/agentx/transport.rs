@@ -31,24 +31,31 @@ pub enum MasterAddr {
 impl FromStr for MasterAddr {
     type Err = String;
 
-    /// `unix:PATH`, `tcp:HOST:PORT`, or a plain path.
+    /// An absolute path, `unix:PATH` or `tcp:HOST:PORT` (HOST may be `[v6]`; PORT 1 to 65535).
+    /// The one parser of master addresses: the configuration calls it too.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Some(p) = s.strip_prefix("unix:") {
-            if p.is_empty() {
-                return Err("unix: needs a socket path".into());
+        const FORMS: &str = "use an absolute path, unix:PATH or tcp:HOST:PORT";
+        if let Some(hp) = s.strip_prefix("tcp:") {
+            let Some((host, port)) = hp.rsplit_once(':') else {
+                return Err(format!("{s:?} has no port; {FORMS}"));
+            };
+            if host.is_empty() || host == "[]" {
+                return Err(format!("{s:?} has an empty host; {FORMS}"));
             }
-            Ok(MasterAddr::Unix(p.into()))
-        } else if let Some(hp) = s.strip_prefix("tcp:") {
-            match hp.rsplit_once(':') {
-                Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => {
-                    Ok(MasterAddr::Tcp(hp.to_string()))
-                }
-                _ => Err(format!("tcp:{hp}: expected tcp:HOST:PORT")),
-            }
-        } else if s.is_empty() {
-            Err("empty master address".into())
+            return match port.parse::<u16>() {
+                Ok(p) if p > 0 => Ok(MasterAddr::Tcp(hp.to_string())),
+                _ => Err(format!(
+                    "{s:?}: port {port:?} is not a number from 1 to 65535"
+                )),
+            };
+        }
+        let path = s.strip_prefix("unix:").unwrap_or(s);
+        if path.starts_with('/') {
+            Ok(MasterAddr::Unix(path.into()))
+        } else if path.is_empty() {
+            Err(format!("{s:?} has an empty path; {FORMS}"))
         } else {
-            Ok(MasterAddr::Unix(s.into()))
+            Err(format!("{s:?} is not an absolute path; {FORMS}"))
         }
     }
 }

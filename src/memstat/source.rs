@@ -82,7 +82,7 @@ impl SourceError {
 }
 
 /// What kind of file `meta` describes, when it is not a regular file; `None` for a regular one.
-fn not_regular(meta: &Metadata) -> Option<&'static str> {
+pub(crate) fn not_regular(meta: &Metadata) -> Option<&'static str> {
     let t = meta.file_type();
     if t.is_file() {
         None

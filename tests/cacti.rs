@@ -1,0 +1,636 @@
+//! Cacti, run for real: Debian's cacti (1.2.x) and cacti-spine against a private MariaDB, a
+//! private snmpd and the daemon.
+//!
+//! The test imports contrib/cacti's shipped template export with Cacti's own CLI, adds the
+//! device and the data query, creates every graph for every row of a fixture whose names
+//! repeat (two `mbuf` zones) and whose values pass 2^32 and 2^63, and polls with cmd.php and
+//! then with spine. After each poll, `rrdtool lastupdate` must show in every RRD the values of
+//! its own row. Then the daemon restarts: Cacti must notice (memDaemonUptime went back),
+//! re-index, and go on writing each row into its own RRD.
+//!
+//! Nothing is installed or started system-wide: MariaDB runs from a datadir and socket in the
+//! test's temp dir, and Cacti runs from a copy of /usr/share/cacti whose include/config.php
+//! points at that socket and whose rra/ and log are in the temp dir.
+
+mod common;
+
+use common::*;
+use memstat_agentx::memstat::{Allocator, MemoryType};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
+const QUERY_XML: &str = "contrib/cacti/memstat_memtypetable.xml";
+const EXPORT_XML: &str = "contrib/cacti/cacti_data_query_memstat-mib_kernel_memory_types.xml";
+const PACKAGES: &str =
+    "apt-get install -y cacti cacti-spine mariadb-server rrdtool (.ci/run installs them)";
+
+/// Fails with the packages to install when `path` is missing.
+fn need(path: &str) {
+    let found = Path::new(path).exists()
+        || Command::new("sh")
+            .args(["-c", &format!("command -v {path}")])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+    assert!(found, "{path} is not installed: {PACKAGES}");
+}
+
+/// Runs a command that must succeed; returns its stdout and stderr.
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}): {text}",
+        out.status
+    );
+    text
+}
+
+fn is_root() -> bool {
+    run(Command::new("id").arg("-u")).trim() == "0"
+}
+
+/// A MariaDB server on a private datadir, reachable only through a socket in the temp dir.
+struct Mariadb {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Mariadb {
+    fn start(dir: &Path) -> Mariadb {
+        need("mariadb-install-db");
+        need("/usr/sbin/mariadbd");
+        let datadir = dir.join("db");
+        let mut user = Vec::new();
+        if is_root() {
+            // mariadbd refuses to run as root unless told to.
+            user.push("--user=root");
+        }
+        run(Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", datadir.display()))
+            .args(&user)
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"]));
+        let socket = dir.join("mysql.sock");
+        let log = std::fs::File::create(dir.join("mariadbd.log")).unwrap();
+        let child = Command::new("/usr/sbin/mariadbd")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", datadir.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", dir.join("mariadbd.pid").display()))
+            .arg("--skip-networking")
+            .args(&user)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start mariadbd");
+        let db = Mariadb { child, socket };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !db
+            .client(None)
+            .arg("-e")
+            .arg("SELECT 1")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd did not start: {}",
+                std::fs::read_to_string(dir.join("mariadbd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        db
+    }
+
+    fn client(&self, database: Option<&str>) -> Command {
+        let mut c = Command::new("mariadb");
+        c.arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .args(["-u", "root", "--batch", "--skip-column-names"]);
+        if let Some(d) = database {
+            c.arg(d);
+        }
+        c
+    }
+
+    /// Runs SQL on the cacti database; returns the rows, tab-separated.
+    fn sql(&self, q: &str) -> Vec<Vec<String>> {
+        run(self.client(Some("cacti")).arg("-e").arg(q))
+            .lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect()
+    }
+}
+
+impl Drop for Mariadb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A private Cacti: a copy of Debian's /usr/share/cacti configured for the private MariaDB.
+struct Cacti {
+    root: PathBuf,
+    log: PathBuf,
+    db: Mariadb,
+}
+
+impl Cacti {
+    fn install(dir: &Path) -> Cacti {
+        need("/usr/share/cacti/cli/import_template.php");
+        need("/usr/sbin/spine");
+        need("php");
+        need("rrdtool");
+        let db = Mariadb::start(dir);
+        run(db.client(None).arg("-e").arg("CREATE DATABASE cacti"));
+        let schema = std::fs::File::open("/usr/share/cacti/conf_templates/cacti.sql")
+            .unwrap_or_else(|e| {
+                panic!("/usr/share/cacti/conf_templates/cacti.sql: {e}; {PACKAGES}")
+            });
+        let out = db.client(Some("cacti")).stdin(schema).output().unwrap();
+        assert!(
+            out.status.success(),
+            "loading cacti.sql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let root = dir.join("cacti");
+        run(Command::new("cp")
+            .arg("-a")
+            .arg("/usr/share/cacti")
+            .arg(&root));
+        let site = root.join("site");
+        let version = std::fs::read_to_string(site.join("include/cacti_version")).unwrap();
+        // Debian links these to /etc/cacti, /var/lib/cacti and /var/log/cacti.
+        for link in ["include/config.php", "rra", "log", "cache"] {
+            let _ = std::fs::remove_file(site.join(link));
+        }
+        for d in ["rra", "log", "cache"] {
+            std::fs::create_dir(site.join(d)).unwrap();
+        }
+        std::fs::write(
+            site.join("include/config.php"),
+            format!(
+                "<?php\n\
+                 $database_type = 'mysql';\n\
+                 $database_default = 'cacti';\n\
+                 $database_hostname = '{}';\n\
+                 $database_username = 'root';\n\
+                 $database_password = '';\n\
+                 $database_port = '3306';\n\
+                 $database_retries = 2;\n\
+                 $database_ssl = false;\n\
+                 $database_ssl_key = '';\n\
+                 $database_ssl_cert = '';\n\
+                 $database_ssl_ca = '';\n\
+                 $database_persist = false;\n\
+                 $poller_id = 1;\n\
+                 $url_path = '/cacti/';\n\
+                 $cacti_session_name = 'Cacti';\n\
+                 $cacti_db_session = false;\n\
+                 $disable_log_rotation = true;\n\
+                 $path_csrf_secret = '{}';\n",
+                db.socket.display(),
+                dir.join("csrf-secret.php").display()
+            ),
+        )
+        .unwrap();
+        let spine_conf = dir.join("spine.conf");
+        std::fs::write(
+            &spine_conf,
+            format!(
+                "DB_Host {}\nDB_Database cacti\nDB_User root\nDB_Pass\nDB_Port 3306\n",
+                db.socket.display()
+            ),
+        )
+        .unwrap();
+        let log = dir.join("cacti.log");
+        // As Debian's postinst does for a fresh database: mark it as this version, so the CLI
+        // does not ask for the web installer. Then keep everything in the temp dir, and drop
+        // the sample automation network (192.168.1.0/24), which the poller would scan.
+        db.sql(&format!(
+            "UPDATE version SET cacti='{}';
+             REPLACE INTO settings (name, value) VALUES
+                ('path_cactilog', '{}'), ('path_spine_config', '{}'), ('path_spine', '/usr/sbin/spine'),
+                ('path_rrdtool', '/usr/bin/rrdtool'), ('log_verbosity', '3');
+             DELETE FROM automation_networks;",
+            version.trim(),
+            log.display(),
+            spine_conf.display()
+        ));
+        Cacti { root, log, db }
+    }
+
+    /// Runs a PHP script of the private copy (`cli/x.php` or `site/x.php`).
+    fn php(&self, script: &str, args: &[&str]) -> String {
+        let out = run(Command::new("php")
+            .arg(self.root.join(script))
+            .args(args)
+            .current_dir(&self.root)
+            .stdin(Stdio::null()));
+        self.wait_for_background();
+        out
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The processes running a script of this copy of Cacti (the poller starts some in the
+    /// background).
+    fn our_processes(&self) -> Vec<u32> {
+        let needle = self.root.display().to_string();
+        let mut pids = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+                if String::from_utf8_lossy(&cmd).contains(&needle) {
+                    pids.push(pid);
+                }
+            }
+        }
+        pids
+    }
+
+    fn wait_for_background(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.our_processes().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "Cacti's background processes did not finish: {:?}\n{}",
+                self.our_processes(),
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// One run of Cacti's poller.php with the given collector.
+    fn poll(&self, collector: &str) {
+        let poller_type = match collector {
+            "cmd.php" => 1,
+            "spine" => 2,
+            _ => unreachable!(),
+        };
+        self.db.sql(&format!(
+            "REPLACE INTO settings (name, value) VALUES ('poller_type', '{poller_type}')"
+        ));
+        // rrdtool refuses two updates in the same second.
+        std::thread::sleep(Duration::from_millis(1100));
+        let before = self.log_text().len();
+        self.php("site/poller.php", &["--force"]);
+        let log = self.log_text();
+        let tail = &log[before..];
+        assert!(
+            tail.contains(&format!("Method:{collector}")),
+            "poller.php did not run {collector}:\n{tail}"
+        );
+    }
+}
+
+impl Drop for Cacti {
+    fn drop(&mut self) {
+        for pid in self.our_processes() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// The fixture: two UMA zones named `mbuf`, values past 2^32 and 2^63, a malloc type and a
+/// sparse slab cache (its absent cells must be stored as U).
+fn fixture(step: u64) -> Vec<MemoryType> {
+    let mut temp = MemoryType::new(Allocator::Malloc, "temp");
+    temp.in_use_count = Some(7 + step);
+    temp.in_use_bytes = Some(1000 + step);
+    temp.allocs = Some(123 + step);
+    temp.frees = Some(116);
+    temp.failures = Some(0);
+    let mbuf = full_type(Allocator::Uma, "mbuf", 1 + step);
+    let mut mbuf2 = full_type(Allocator::Uma, "mbuf", 100 + step);
+    mbuf2.ordinal = 1;
+    mbuf2.allocs = Some((1u64 << 63) + 12_345 + step);
+    mbuf2.in_use_bytes = Some(u64::MAX - 1000 + step);
+    let mut dentry = MemoryType::new(Allocator::Slab, "dentry");
+    dentry.size = Some(192);
+    dentry.in_use_count = Some(5_000_000_000 + step);
+    vec![
+        temp,
+        mbuf,
+        mbuf2,
+        full_type(Allocator::Uma, "mbuf_cluster", 2 + step),
+        dentry,
+    ]
+}
+
+/// The data sources of each shipped data template, and the column each reads.
+const TEMPLATES: &[(&str, &[(&str, &str)])] = &[
+    (
+        "MEMSTAT - Bytes in use",
+        &[("in_use_bytes", "memTypeInUseBytes")],
+    ),
+    (
+        "MEMSTAT - Items in use",
+        &[("in_use_items", "memTypeInUseCount")],
+    ),
+    (
+        "MEMSTAT - Allocations, frees and failures",
+        &[
+            ("allocs", "memTypeAllocs"),
+            ("frees", "memTypeFrees"),
+            ("failures", "memTypeFailures"),
+        ],
+    ),
+];
+
+fn cell(t: &MemoryType, column: &str) -> String {
+    let v = match column {
+        "memTypeInUseBytes" => t.in_use_bytes,
+        "memTypeInUseCount" => t.in_use_count,
+        "memTypeAllocs" => t.allocs,
+        "memTypeFrees" => t.frees,
+        "memTypeFailures" => t.failures,
+        _ => unreachable!("{column}"),
+    };
+    v.map_or("U".to_string(), |v| v.to_string())
+}
+
+/// `rrdtool lastupdate`: data source name → last value stored.
+fn lastupdate(rrd: &Path) -> BTreeMap<String, String> {
+    let out = run(Command::new("rrdtool").arg("lastupdate").arg(rrd));
+    let mut lines = out.lines().filter(|l| !l.trim().is_empty());
+    let names: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let values: Vec<&str> = lines
+        .next()
+        .and_then(|l| l.split_once(':'))
+        .unwrap_or_else(|| panic!("{}: {out}", rrd.display()))
+        .1
+        .split_whitespace()
+        .collect();
+    assert_eq!(names.len(), values.len(), "{out}");
+    names
+        .iter()
+        .zip(values)
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A data source Cacti created: its RRD, its data template and its row.
+#[derive(Debug)]
+struct DataSource {
+    rrd: PathBuf,
+    template: String,
+    index: u32,
+}
+
+fn data_sources(cacti: &Cacti) -> Vec<DataSource> {
+    let rra = cacti.root.join("site/rra");
+    cacti
+        .db
+        .sql(
+            "SELECT d.data_source_path, t.name, l.snmp_index
+             FROM data_template_data d
+             JOIN data_local l ON l.id = d.local_data_id
+             JOIN data_template t ON t.id = d.data_template_id
+             WHERE d.local_data_id > 0 ORDER BY d.local_data_id",
+        )
+        .into_iter()
+        .map(|r| DataSource {
+            rrd: PathBuf::from(r[0].replace("<path_rra>", &rra.display().to_string())),
+            template: r[1].clone(),
+            index: r[2].parse().unwrap(),
+        })
+        .collect()
+}
+
+/// Every RRD holds, for each of its data sources, the value of its own row in `types`.
+fn assert_rrds_hold_their_rows(cacti: &Cacti, types: &[MemoryType], when: &str) {
+    let sources = data_sources(cacti);
+    assert_eq!(sources.len(), types.len() * TEMPLATES.len(), "{sources:?}");
+    for s in &sources {
+        let row = &types[s.index as usize - 1];
+        let (_, dss) = TEMPLATES.iter().find(|t| t.0 == s.template).unwrap();
+        let got = lastupdate(&s.rrd);
+        for (ds, column) in *dss {
+            assert_eq!(
+                got.get(*ds).map(String::as_str),
+                Some(cell(row, column).as_str()),
+                "{when}: {} (row {} = {} ordinal {}) data source {ds} ({column}): {got:?}\n{}",
+                s.rrd.display(),
+                s.index,
+                row.name,
+                row.ordinal,
+                cacti.log_text()
+            );
+        }
+    }
+}
+
+#[test]
+fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    let mut types = fixture(0);
+    write_fixture(&fix, types.clone());
+    let mut snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let port = snmpd.port;
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let mut daemon = Daemon::start(
+        &snmpd,
+        &["--source", &src, "--state-dir", &state, "--max-age", "0.2"],
+    );
+
+    let cacti = Cacti::install(dir.path());
+    std::fs::copy(
+        Path::new(MANIFEST).join(QUERY_XML),
+        cacti
+            .root
+            .join("resource/snmp_queries/memstat_memtypetable.xml"),
+    )
+    .unwrap();
+
+    // Import the shipped export with Cacti's CLI: the data query, three data templates and
+    // three graph templates, and no unmet dependency.
+    let export = Path::new(MANIFEST).join(EXPORT_XML);
+    let out = cacti.php(
+        "cli/import_template.php",
+        &[&format!("--filename={}", export.display())],
+    );
+    let imported: Vec<&str> = out.lines().filter(|l| l.starts_with("[success]")).collect();
+    assert_eq!(imported.len(), 7, "import: {out}");
+    assert!(
+        !out.contains("[fail]") && !out.to_lowercase().contains("unmet"),
+        "{out}"
+    );
+    assert!(
+        !cacti.log_text().contains("Import Error"),
+        "{}",
+        cacti.log_text()
+    );
+    let query_id = cacti
+        .db
+        .sql("SELECT id FROM snmp_query WHERE name = 'MEMSTAT-MIB - Kernel Memory Types'");
+    let query_id = &query_id[0][0];
+
+    // The device, SNMP v2c on the private snmpd, and the data query, re-indexed on Uptime.
+    let out = cacti.php(
+        "cli/add_device.php",
+        &[
+            "--description=memhost",
+            "--ip=127.0.0.1",
+            "--template=0",
+            "--version=2",
+            "--community=public",
+            &format!("--port={port}"),
+            "--avail=snmp",
+        ],
+    );
+    let host_id = out
+        .split("new device-id: (")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("add_device: {out}"))
+        .to_string();
+    cacti.php(
+        "cli/add_data_query.php",
+        &[
+            &format!("--host-id={host_id}"),
+            &format!("--data-query-id={query_id}"),
+            "--reindex-method=1",
+        ],
+    );
+
+    // Re-indexing filled memTypeIndex, the row identity, for every row.
+    let cached = cacti.db.sql(&format!(
+        "SELECT snmp_index, field_value FROM host_snmp_cache
+         WHERE host_id = {host_id} AND snmp_query_id = {query_id} AND field_name = 'memTypeIndex'
+         ORDER BY snmp_index + 0"
+    ));
+    let want: Vec<Vec<String>> = (1..=types.len())
+        .map(|i| vec![i.to_string(), i.to_string()])
+        .collect();
+    assert_eq!(cached, want, "memTypeIndex field in Cacti's cache");
+    let sort = cacti.db.sql(&format!(
+        "SELECT sort_field FROM host_snmp_query WHERE host_id = {host_id} AND snmp_query_id = {query_id}"
+    ));
+    assert_eq!(sort[0][0], "memTypeIndex");
+
+    // Every graph of every row, chosen by memTypeIndex as New Graphs does.
+    let query_graphs = cacti.db.sql(&format!(
+        "SELECT id, graph_template_id FROM snmp_query_graph WHERE snmp_query_id = {query_id} ORDER BY id"
+    ));
+    assert_eq!(query_graphs.len(), TEMPLATES.len(), "{query_graphs:?}");
+    for g in &query_graphs {
+        for index in 1..=types.len() {
+            cacti.php(
+                "cli/add_graphs.php",
+                &[
+                    "--graph-type=ds",
+                    &format!("--graph-template-id={}", g[1]),
+                    &format!("--host-id={host_id}"),
+                    &format!("--snmp-query-id={query_id}"),
+                    &format!("--snmp-query-type-id={}", g[0]),
+                    "--snmp-field=memTypeIndex",
+                    &format!("--snmp-value={index}"),
+                ],
+            );
+        }
+    }
+
+    // Titles name the row: rows with the same name differ by their index.
+    let titles: Vec<String> = cacti
+        .db
+        .sql("SELECT title_cache FROM graph_templates_graph WHERE local_graph_id > 0")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    assert_eq!(titles.len(), types.len() * TEMPLATES.len());
+    for (i, t) in types.iter().enumerate() {
+        let row = format!("memhost - {} (index {}) - ", t.name, i + 1);
+        assert_eq!(
+            titles.iter().filter(|x| x.starts_with(&row)).count(),
+            TEMPLATES.len(),
+            "titles of row {}: {titles:#?}",
+            i + 1
+        );
+    }
+    let unique: std::collections::BTreeSet<&String> = titles.iter().collect();
+    assert_eq!(unique.len(), titles.len(), "titles repeat: {titles:#?}");
+
+    // The poller items read the OIDs of their own row.
+    for r in cacti.db.sql(
+        "SELECT l.snmp_index, p.arg1 FROM poller_item p JOIN data_local l ON l.id = p.local_data_id",
+    ) {
+        assert!(
+            r[1].ends_with(&format!(".{}", r[0])),
+            "poller item of row {} reads {}",
+            r[0],
+            r[1]
+        );
+    }
+
+    // cmd.php, then spine, each with new figures.
+    cacti.poll("cmd.php");
+    assert_rrds_hold_their_rows(&cacti, &types, "after cmd.php");
+    types = fixture(1);
+    write_fixture(&fix, types.clone());
+    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    cacti.poll("spine");
+    assert_rrds_hold_their_rows(&cacti, &types, "after spine");
+
+    // The daemon alone restarts, with new figures and the other types in another order (the
+    // two mbuf zones keep theirs: their order is what tells them apart). memTypeIndex is kept
+    // in the state directory, so each row keeps its index.
+    let restarted = fixture(2);
+    let reordered = vec![
+        restarted[4].clone(),
+        restarted[1].clone(),
+        restarted[3].clone(),
+        restarted[2].clone(),
+        restarted[0].clone(),
+    ];
+    write_fixture(&fix, reordered);
+    daemon.restart(port);
+    let names = bulkwalk(port, &format!("{TYPE_ENTRY}.2"), &[]);
+    let by_index: Vec<String> = names.iter().map(|l| l.value.clone()).collect();
+    assert_eq!(by_index, ["temp", "mbuf", "mbuf", "mbuf_cluster", "dentry"]);
+    types = restarted;
+    for collector in ["spine", "cmd.php"] {
+        let before = cacti.log_text().len();
+        // The first poll notices that memDaemonUptime went back and re-indexes; Cacti stores
+        // U for the device in that poll. The next poll stores the figures.
+        cacti.poll(collector);
+        let log = cacti.log_text();
+        assert!(
+            log[before..].contains("Recache Event Detected for Device")
+                && log[before..].contains("Recached successfully"),
+            "{collector}: no re-index after the restart:\n{}",
+            &log[before..]
+        );
+        cacti.poll(collector);
+        assert_rrds_hold_their_rows(&cacti, &types, &format!("{collector} after the restart"));
+        types = fixture(3);
+        write_fixture(&fix, types.clone());
+        // Let the daemon's uptime grow well past what it will be at the next poll, so that
+        // the fall at the restart is unmistakable whatever the load.
+        std::thread::sleep(Duration::from_secs(2));
+        daemon.restart(port);
+    }
+    drop(cacti);
+    snmpd.stop();
+}

@@ -1,0 +1,490 @@
+//! LibreNMS: contrib/librenms/memstat-sensors.yaml against LibreNMS's own rules, and LibreNMS's
+//! discovery walk and sensor polling re-created with net-snmp's clients against the daemon
+//! behind a private snmpd.
+//!
+//! LibreNMS cannot run here, so its rules come from its source (read for this test; see
+//! contrib/librenms/README.md for the versions):
+//! - `resources/definitions/schema/discovery_schema.json` with `oid_types.json` (26.3 and later:
+//!   no top-level `mib:`, `oid` as `MIB::name` or numeric); set LIBRENMS_SCHEMA_DIR to a
+//!   checkout's schema directory to validate the fragment with a real JSON Schema validator;
+//! - sensor discovery (`LibreNMS\Device\YamlDiscovery`, the sensors module): one walk of the
+//!   table named by `oid`, rows keyed by index and then by object name, `value` and the
+//!   `{{ MIB::name }}` templates looked up in that row;
+//! - sensor polling: `snmpget -OUQntea` of each sensor's `num_oid`, at most 10 per request.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
+const FRAGMENT: &str = "contrib/librenms/memstat-sensors.yaml";
+
+/// Sensor keys that LibreNMS's discovery schema allows both before 26.3 and in 26.8.1.
+const SENSOR_KEYS: &[&str] = &[
+    "oid",
+    "num_oid",
+    "index",
+    "descr",
+    "divisor",
+    "multiplier",
+    "value",
+    "group",
+    "low_limit",
+    "low_warn_limit",
+    "warn_limit",
+    "high_limit",
+    "skip_value_lt",
+    "skip_value_gt",
+    "skip_values",
+    "snmp_flags",
+    "snmp_bulk",
+    "rrd_type",
+    "entPhysicalIndex",
+    "entPhysicalIndex_measured",
+    "user_func",
+    "snmp_no_Ih_flag",
+];
+const REQUIRED_KEYS: &[&str] = &["descr", "num_oid", "oid"];
+
+fn need(tool: &str, package: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{tool} is not installed: apt-get install -y {package} (.ci/run installs it)"
+    );
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn mibs() -> &'static str {
+    static DIRS: OnceLock<String> = OnceLock::new();
+    DIRS.get_or_init(mib_dirs)
+}
+
+fn translate(opts: &[&str], oid: &str) -> String {
+    need("snmptranslate", "snmp");
+    run(Command::new("snmptranslate")
+        .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+        .args(opts)
+        .arg(oid)
+        .env("MIBS", ""))
+    .trim()
+    .to_string()
+}
+
+/// The fragment, as the YAML parser LibreNMS's checks use would read it (via python3-yaml).
+fn fragment() -> serde_json::Value {
+    need("python3", "python3-yaml");
+    let json = run(Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+        ])
+        .arg(Path::new(MANIFEST).join(FRAGMENT)));
+    serde_json::from_str(&json).unwrap()
+}
+
+/// The sensor entries: (class, entry).
+fn sensors(doc: &serde_json::Value) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
+    let mut v = Vec::new();
+    for (class, body) in doc["modules"]["sensors"].as_object().unwrap() {
+        for e in body["data"].as_array().unwrap() {
+            v.push((class.clone(), e.as_object().unwrap().clone()));
+        }
+    }
+    v
+}
+
+fn text<'a>(e: &'a serde_json::Map<String, serde_json::Value>, key: &str) -> &'a str {
+    e.get(key)
+        .and_then(|v| v.as_str())
+        .unwrap_or_else(|| panic!("{key} is not a string in {e:?}"))
+}
+
+#[test]
+fn librenms_fragment_validates_against_librenms_schema() {
+    let Some(dir) = std::env::var_os("LIBRENMS_SCHEMA_DIR") else {
+        // Written to the stream itself: libtest hides eprintln! output of a passing test.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "librenms_fragment_validates_against_librenms_schema: SKIPPED, LIBRENMS_SCHEMA_DIR \
+             is not set (set it to a LibreNMS checkout's resources/definitions/schema to \
+             validate {FRAGMENT} with jsonschema); librenms_fragment_follows_the_rules checks \
+             the rules read from LibreNMS's source."
+        );
+        return;
+    };
+    need("python3", "python3-jsonschema python3-yaml");
+    // jsonschema before 4.18 resolves the oid_types.json reference with a RefResolver, later
+    // ones with a referencing.Registry.
+    const SCRIPT: &str = r#"
+import json, os, sys, yaml, jsonschema
+d = sys.argv[1]
+schema = json.load(open(os.path.join(d, "discovery_schema.json")))
+doc = yaml.safe_load(open(sys.argv[2]))
+others = {}
+if os.path.exists(os.path.join(d, "oid_types.json")):
+    others["oid_types.json"] = json.load(open(os.path.join(d, "oid_types.json")))
+cls = jsonschema.validators.validator_for(schema)
+try:
+    from referencing import Registry, Resource
+    reg = Registry().with_resources([(k, Resource.from_contents(v)) for k, v in others.items()])
+    v = cls(schema, registry=reg)
+except ImportError:
+    base = "file://" + os.path.abspath(d) + "/"
+    store = {base + k: v for k, v in others.items()}
+    v = cls(schema, resolver=jsonschema.RefResolver(base, schema, store=store))
+errors = sorted(v.iter_errors(doc), key=lambda e: list(e.absolute_path))
+for e in errors:
+    print("/".join(str(p) for p in e.absolute_path), ":", e.message)
+sys.exit(1 if errors else 0)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .arg(&dir)
+        .arg(Path::new(MANIFEST).join(FRAGMENT))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{FRAGMENT} is not valid against {}/discovery_schema.json:\n{}{}",
+        Path::new(&dir).display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A `MIB::name` as oid_types.json's mib_oid pattern allows (letters, digits, `_`, `-`).
+fn is_mib_oid(s: &str) -> bool {
+    let Some((mib, name)) = s.split_once("::") else {
+        return false;
+    };
+    let word = |w: &str, min: usize| {
+        w.len() >= min
+            && w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    word(mib, 2) && word(name, 1)
+}
+
+#[test]
+fn librenms_fragment_follows_the_rules() {
+    let doc = fragment();
+    let top: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(
+        top,
+        ["modules"],
+        "only `modules` at the top: LibreNMS 26.3.0 removed `mib:`"
+    );
+    let modules: Vec<&String> = doc["modules"].as_object().unwrap().keys().collect();
+    assert_eq!(modules, ["sensors"]);
+
+    let entries = sensors(&doc);
+    assert!(entries.len() >= 7, "{entries:?}");
+    let mut values = Vec::new();
+    for (class, e) in &entries {
+        assert_eq!(class, "count", "sensor class");
+        for k in e.keys() {
+            assert!(
+                SENSOR_KEYS.contains(&k.as_str()),
+                "key {k} is not allowed in a sensor"
+            );
+        }
+        for k in REQUIRED_KEYS {
+            assert!(e.contains_key(*k), "{k} missing in {e:?}");
+        }
+
+        // oid: the table, as MIB::name (26.3.1 rejects a bare name).
+        let oid = text(e, "oid");
+        assert!(is_mib_oid(oid), "oid {oid} is not MIB::name");
+        assert_eq!(oid, "MEMSTAT-MIB::memTypeTable");
+        assert_eq!(
+            translate(&["-On"], oid),
+            TYPE_ENTRY.strip_suffix(".1").unwrap()
+        );
+
+        // value: a column of that table, named as the table walk names it.
+        let value = text(e, "value");
+        assert!(is_mib_oid(value), "value {value} is not MIB::name");
+        let column = value.strip_prefix("MEMSTAT-MIB::").unwrap();
+        let numeric = translate(&["-On"], value);
+        assert!(
+            numeric.starts_with(&format!("{TYPE_ENTRY}.")),
+            "{value} ({numeric}) is not a memTypeTable column"
+        );
+
+        // num_oid: exactly the OID of value, then the row's index; both schemas' patterns.
+        let num_oid = text(e, "num_oid");
+        assert_eq!(
+            num_oid,
+            format!("{numeric}.{{{{ $index }}}}"),
+            "num_oid of {value}"
+        );
+
+        // The RRD type follows the MIB: MemGauge64 columns are levels, Counter64 ones rates.
+        let td = translate(&["-Td"], value);
+        assert!(td.contains("SYNTAX\tCounter64"), "{value}: {td}");
+        let gauge = td.contains("TEXTUAL CONVENTION MemGauge64");
+        let rrd = e
+            .get("rrd_type")
+            .and_then(|v| v.as_str())
+            .unwrap_or("GAUGE");
+        assert_eq!(
+            rrd,
+            if gauge { "GAUGE" } else { "COUNTER" },
+            "rrd_type of {value}"
+        );
+
+        // Rows with the same name get their own title and their own sensor index.
+        for key in ["descr", "index"] {
+            assert!(
+                text(e, key).contains("{{ $index }}"),
+                "{key} of {value} must contain {{{{ $index }}}}: names repeat"
+            );
+        }
+        for t in templates(text(e, "descr")) {
+            if let Some(col) = t.strip_prefix("MEMSTAT-MIB::") {
+                assert!(
+                    translate(&["-On"], &t).starts_with(&format!("{TYPE_ENTRY}.")),
+                    "descr names {col}, not a memTypeTable column"
+                );
+            } else {
+                assert_eq!(t, "$index", "unknown template {t}");
+            }
+        }
+        values.push(column.to_string());
+    }
+    for want in [
+        "memTypeInUseBytes",
+        "memTypeInUseCount",
+        "memTypeAllocs",
+        "memTypeFrees",
+        "memTypeFailures",
+    ] {
+        assert!(values.iter().any(|v| v == want), "no sensor for {want}");
+    }
+}
+
+/// `{{ x }}` templates in a string.
+fn templates(s: &str) -> Vec<String> {
+    s.split("{{ ")
+        .skip(1)
+        .map(|p| p.split(" }}").next().unwrap().to_string())
+        .collect()
+}
+
+/// One table walk as LibreNMS's sensor discovery makes it (snmpwalk_cache_oid): each line
+/// `name.index = value`, split at the first dot; rows keyed by index, then by name.
+fn discovery_walk(port: u16, opts: &[&str]) -> BTreeMap<String, BTreeMap<String, String>> {
+    need("snmpbulkwalk", "snmp");
+    let out = run(Command::new("snmpbulkwalk")
+        .args(["-v2c", "-c", "public"])
+        .args(opts)
+        .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("MEMSTAT-MIB::memTypeTable")
+        .env("MIBS", ""));
+    let mut rows: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut last: Option<(String, String)> = None;
+    for line in out.lines() {
+        // -Oa prints binary strings (memTypeSizeMask) as they are, line breaks included;
+        // snmpwalk_cache_oid appends a line without " =" to the value before it.
+        let Some((lhs, value)) = line.split_once(" = ") else {
+            if let Some((index, name)) = &last {
+                let v = rows.get_mut(index).unwrap().get_mut(name).unwrap();
+                v.push('\n');
+                v.push_str(line);
+            }
+            continue;
+        };
+        // MEMSTAT-MIB::memTypeName.3: the dot after the object name starts the index.
+        let split = lhs.find("::").map_or(0, |p| p + 2);
+        let dot = lhs[split..]
+            .find('.')
+            .unwrap_or_else(|| panic!("{opts:?}: no index in {line:?}"))
+            + split;
+        let (index, name) = (lhs[dot + 1..].to_string(), lhs[..dot].to_string());
+        rows.entry(index.clone())
+            .or_default()
+            .insert(name.clone(), value.trim_matches('"').to_string());
+        last = Some((index, name));
+    }
+    rows
+}
+
+/// A sensor as discovery would create it: (num_oid, descr, value at discovery).
+type Found = (String, String, String);
+
+/// LibreNMS's YAML sensor discovery on a walked table: a sensor for each row whose `value`
+/// is numeric; num_oid, index and descr filled from the row.
+fn discover(
+    entry: &serde_json::Map<String, serde_json::Value>,
+    rows: &BTreeMap<String, BTreeMap<String, String>>,
+    mib_names: bool,
+) -> Vec<Found> {
+    let key = |name: &str| {
+        if mib_names {
+            name.to_string()
+        } else {
+            name.split("::").nth(1).unwrap().to_string()
+        }
+    };
+    let fill = |s: &str, index: &str, row: &BTreeMap<String, String>| {
+        let mut out = s.replace("{{ $index }}", index);
+        for t in templates(s) {
+            if t != "$index" {
+                let v = row.get(&key(&t)).cloned().unwrap_or_default();
+                out = out.replace(&format!("{{{{ {t} }}}}"), &v);
+            }
+        }
+        out
+    };
+    let mut found = Vec::new();
+    for (index, row) in rows {
+        let Some(v) = row.get(&key(text(entry, "value"))) else {
+            continue;
+        };
+        if v.parse::<u64>().is_err() {
+            continue;
+        }
+        found.push((
+            fill(text(entry, "num_oid"), index, row),
+            fill(text(entry, "descr"), index, row),
+            v.clone(),
+        ));
+    }
+    found
+}
+
+#[test]
+fn librenms_discovery_walk_and_sensor_poll_find_each_row() {
+    let types = sample_types();
+    let (_dir, snmpd, _daemon) = start_with_fixture(Transport::Unix, types.clone(), &[]);
+    let port = snmpd.port;
+    let doc = fragment();
+    let entries = sensors(&doc);
+
+    // Discovery walks the whole table once per `oid`. Before 26.3 LibreNMS's YamlDiscovery
+    // walked a `MIB::` oid with -OteQUSa -Ih (object names keep their MIB); 26.x walks with
+    // -OteQUsab -Pu -Ih (names without it). The values must be the same either way.
+    let with_mib = discovery_walk(port, &["-OteQUSa", "-Ih"]);
+    let without = discovery_walk(port, &["-OteQUsab", "-Pu", "-Ih"]);
+    assert_eq!(with_mib.len(), types.len(), "{with_mib:?}");
+    for (index, row) in &with_mib {
+        let plain: BTreeMap<String, String> = row
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.strip_prefix("MEMSTAT-MIB::").unwrap().to_string(),
+                    v.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(&plain, &without[index], "row {index}");
+    }
+
+    let mut all = Vec::new();
+    for (_, e) in &entries {
+        let found = discover(e, &with_mib, true);
+        let column = text(e, "value").strip_prefix("MEMSTAT-MIB::").unwrap();
+        let want = types.iter().filter(|t| cell(t, column).is_some()).count();
+        assert_eq!(found.len(), want, "{column}: {found:?}");
+        // Repeated names (two `mbuf` rows) still get titles of their own.
+        let mut descrs: Vec<&String> = found.iter().map(|f| &f.1).collect();
+        descrs.sort();
+        descrs.dedup();
+        assert_eq!(
+            descrs.len(),
+            found.len(),
+            "{column}: titles repeat: {found:?}"
+        );
+        for (num_oid, descr, _) in &found {
+            let index: usize = num_oid.rsplit('.').next().unwrap().parse().unwrap();
+            let t = &types[index - 1];
+            assert!(
+                descr.starts_with(&format!("{} (index {index}) ", t.name)),
+                "{descr}"
+            );
+        }
+        all.extend(found);
+    }
+
+    // Polling: snmpget -OUQntea of the sensors' num_oids, 10 per request (LibreNMS's default
+    // "max OIDs per request"); every value is the row's own, whole past 2^32.
+    need("snmpget", "snmp");
+    assert!(all
+        .iter()
+        .any(|f| f.2.parse::<u64>().unwrap() > u32::MAX as u64));
+    for chunk in all.chunks(10) {
+        let oids: Vec<&str> = chunk.iter().map(|f| f.0.as_str()).collect();
+        let out = run(Command::new("snmpget")
+            .args(["-v2c", "-c", "public", "-OUQntea"])
+            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(&oids)
+            .env("MIBS", ""));
+        let got: BTreeMap<&str, &str> = out.lines().filter_map(|l| l.split_once(" = ")).collect();
+        for (num_oid, descr, discovered) in chunk {
+            let index: usize = num_oid.rsplit('.').next().unwrap().parse().unwrap();
+            let column = num_oid.rsplit('.').nth(1).unwrap();
+            let name = COLUMN_NAMES
+                .iter()
+                .find(|c| c.0 == column)
+                .unwrap_or_else(|| panic!("column {column}"))
+                .1;
+            let want = cell(&types[index - 1], name).unwrap().to_string();
+            assert_eq!(
+                got.get(num_oid.as_str()),
+                Some(&want.as_str()),
+                "{descr}: {out}"
+            );
+            assert_eq!(discovered, &want, "{descr} at discovery");
+        }
+    }
+}
+
+/// memTypeTable columns the fragment uses: (sub-identifier, name).
+const COLUMN_NAMES: &[(&str, &str)] = &[
+    ("9", "memTypeInUseCount"),
+    ("10", "memTypeInUseBytes"),
+    ("11", "memTypeFreeCount"),
+    ("13", "memTypeAllocs"),
+    ("14", "memTypeFrees"),
+    ("17", "memTypeFailures"),
+    ("23", "memTypeSlabBytes"),
+];
+
+fn cell(t: &memstat_agentx::memstat::MemoryType, column: &str) -> Option<u64> {
+    match column {
+        "memTypeInUseCount" => t.in_use_count,
+        "memTypeInUseBytes" => t.in_use_bytes,
+        "memTypeFreeCount" => t.free_count,
+        "memTypeAllocs" => t.allocs,
+        "memTypeFrees" => t.frees,
+        "memTypeFailures" => t.failures,
+        "memTypeSlabBytes" => t.slab_bytes,
+        _ => panic!("{column} is not used by the fragment"),
+    }
+}
