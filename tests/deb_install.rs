@@ -4,8 +4,9 @@
 //! binary with the *installed* configuration the way the installed unit runs it (its ExecStart,
 //! as its User= with its capabilities) against a private snmpd; walk memTypeTable by name with
 //! the installed MIB and the IETF base MIBs only; `systemd-analyze verify` the installed unit;
-//! `dpkg -P`; and check that the machine is as it was before: accounts, state directory,
-//! files, snmpd.conf, systemd state.
+//! install it again (user, state and edited configuration kept); `dpkg -P`; and check that
+//! the machine is as it was before: accounts, state directory, files, snmpd.conf, systemd
+//! state.
 //!
 //! It changes the machine (a package, a system user), so it needs root and runs alone:
 //! `#[ignore]` keeps it out of `cargo test`, and scripts/test runs it after every other test
@@ -498,7 +499,26 @@ fn package_installs_serves_and_purges_cleanly() {
         log_text()
     );
     drop(daemon);
+    let snmpd_agentx = snmpd.agentx.clone();
     drop(snmpd);
+
+    // Installing it again (what an upgrade runs: postinst configure with the old version)
+    // keeps the user, the state and the administrator's configuration.
+    must_dpkg(&["-i", &deb]);
+    let again = getent("passwd", "memstat").expect("reinstalling removed the user");
+    assert_eq!(again, user, "reinstalling changed the user");
+    assert!(state_file.exists(), "reinstalling lost {state_file:?}");
+    let meta = std::fs::metadata(STATE_DIR).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.permissions().mode() & 0o7777),
+        (uid, gid, 0o750)
+    );
+    assert!(
+        std::fs::read_to_string(CONFIG)
+            .unwrap()
+            .contains(&snmpd_agentx),
+        "reinstalling replaced the edited {CONFIG}"
+    );
 
     // Purge: the user, the group, the state directory (with the daemon's state in it) and
     // every file, the edited configuration included, go, and the machine is as before.
