@@ -8,6 +8,8 @@
 //!
 //! scripts/update-port regenerates the port's generated files; scripts/test also runs
 //! `scripts/update-port --check` (the crate sizes in distinfo need cargo's download cache).
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -313,7 +315,7 @@ fn port_version_user_and_group_agree_with_the_tree() {
 /// print what the framework would use.
 #[test]
 fn port_makefile_parses_with_bsd_make() {
-    require_bmake();
+    common::require_tool("bmake");
     let mk = tempfile::tempdir().unwrap();
     std::fs::write(mk.path().join("sys.mk"), "").unwrap();
     std::fs::write(
@@ -357,14 +359,6 @@ fn port_makefile_parses_with_bsd_make() {
         format!("/usr/ports/UIDs {}/files/UIDs", port_dir().display())
     );
     assert_eq!(lines[3], "", "DISTFILES beyond the crates: {}", lines[3]);
-}
-
-fn require_bmake() {
-    let found = Command::new("sh")
-        .args(["-c", "command -v bmake"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(found, "bmake is not installed: run scripts/install-deps");
 }
 
 #[test]
