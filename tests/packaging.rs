@@ -150,15 +150,27 @@ fn do_install_script(makefile: &str, stage: &Path) -> String {
         "the port's Makefile has no do-install recipe"
     );
     let binary = env!("CARGO_BIN_EXE_memstat-agentx");
+    // The bsnmpd module, built beside the binary as a default member of the workspace.
+    let module = Path::new(binary).with_file_name("libsnmp_agentx.so");
+    assert!(
+        module.exists(),
+        "{} is not built: cargo build --workspace",
+        module.display()
+    );
     let vars = [
         ("${INSTALL_PROGRAM}", "install -m 555".to_string()),
         ("${INSTALL_SCRIPT}", "install -m 555".to_string()),
         ("${INSTALL_DATA}", "install -m 444".to_string()),
         ("${INSTALL_MAN}", "install -m 444".to_string()),
+        ("${INSTALL_LIB}", "install -m 444".to_string()),
         ("${MKDIR}", "mkdir -p".to_string()),
         (
             "${CARGO_TARGET_DIR}/${CARGO_BUILD_TARGET}/release/memstat-agentx",
             binary.to_string(),
+        ),
+        (
+            "${CARGO_TARGET_DIR}/${CARGO_BUILD_TARGET}/release/libsnmp_agentx.so",
+            module.display().to_string(),
         ),
         ("${STAGEDIR}", stage.display().to_string()),
         (
@@ -211,6 +223,7 @@ fn pkg_plist_lists_every_file_the_port_installs() {
         "libexec",
         "sbin",
         "share/doc",
+        "share/man/man3",
         "share/man/man8",
     ] {
         std::fs::create_dir_all(stage.path().join("usr/local").join(dir)).unwrap();
