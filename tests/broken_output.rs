@@ -73,9 +73,20 @@ fn check_config_and_dump_do_not_panic_on_broken_output() {
     assert_eq!(st.code(), Some(1));
     let (st, _) = run_broken(&["dump", "--source", "fixture:/nonexistent"], true, true);
     assert_eq!(st.code(), Some(1));
-    // The final error print of `run`, with stderr (and so the log) broken.
+    // The final error print of `run`, with stderr (and so the log) broken. Its state
+    // directory is the test's: the default one is the installed package's (tests/deb_install.rs).
+    let state = dir.path().join("state");
+    let state = state.to_str().unwrap();
     let (st, _) = run_broken(
-        &["run", "--config", g, "--agentx-socket", "tcp:nohost"],
+        &[
+            "run",
+            "--config",
+            g,
+            "--state-dir",
+            state,
+            "--agentx-socket",
+            "tcp:nohost",
+        ],
         true,
         true,
     );
