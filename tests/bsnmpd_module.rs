@@ -589,69 +589,70 @@ fn bsnmpd_host_hanging_subagent_stalls_one_timeout_then_is_closed() {
     assert!(t0.elapsed() < Duration::from_millis(200));
 }
 
-#[test]
-fn bsnmpd_host_set_maps_to_testset_commitset_undoset_cleanupset() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut h = BsnmpHost::start(dir.path(), &["claim=1.3.6.1.4.1.32473.7/integer"], &[]);
-    let socket = h.socket.clone();
-    // A read-write scalar per instance .1.N.0: TestSet refuses values over 99; CommitSet
-    // applies; UndoSet restores.
+/// A scripted read-write subagent under 1.3.6.1.4.1.32473.7.1: an integer scalar per instance
+/// .1.N.0. TestSet refuses values over 99; CommitSet applies; UndoSet restores.
+fn read_write_subagent(socket: PathBuf) -> (Seen, std::thread::JoinHandle<()>) {
     // Per AgentX transaction: the varbind TestSet accepted, then the value CommitSet replaced.
     let store = Arc::new(Mutex::new(std::collections::BTreeMap::<Oid, i32>::new()));
     let txns = Arc::new(Mutex::new(
         std::collections::HashMap::<u32, (Oid, i32, i32)>::new(),
     ));
-    let (st, tx) = (store.clone(), txns.clone());
+    scripted_subagent(socket, "1.3.6.1.4.1.32473.7.1", move |p| {
+        let mut store = store.lock().unwrap();
+        let mut txns = txns.lock().unwrap();
+        let id = p.ids.transaction_id;
+        let err = |e: ResError| Payload::Response {
+            sys_uptime: 0,
+            error: e,
+            index: 1,
+            varbinds: Vec::new(),
+        };
+        Some(match &p.payload {
+            Payload::Get { ranges } => resp(
+                ranges
+                    .iter()
+                    .map(|r| VarBind {
+                        name: r.start.clone(),
+                        value: store
+                            .get(&r.start)
+                            .map(|v| Value::Integer(*v))
+                            .unwrap_or(Value::NoSuchInstance),
+                    })
+                    .collect(),
+            ),
+            Payload::TestSet { varbinds } => match &varbinds[0].value {
+                Value::Integer(v) if *v < 100 => {
+                    txns.insert(id, (varbinds[0].name.clone(), *v, 0));
+                    resp(vec![])
+                }
+                _ => err(ResError::WRONG_VALUE),
+            },
+            Payload::CommitSet => {
+                let t = txns.get_mut(&id).unwrap();
+                t.2 = store.insert(t.0.clone(), t.1).unwrap_or(0);
+                resp(vec![])
+            }
+            Payload::UndoSet => {
+                let t = &txns[&id];
+                store.insert(t.0.clone(), t.2);
+                resp(vec![])
+            }
+            Payload::CleanupSet => {
+                txns.remove(&id);
+                resp(vec![])
+            }
+            _ => resp(vec![]),
+        })
+    })
+}
+
+#[test]
+fn bsnmpd_host_set_maps_to_testset_commitset_undoset_cleanupset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = BsnmpHost::start(dir.path(), &["claim=1.3.6.1.4.1.32473.7/integer"], &[]);
+    let socket = h.socket.clone();
     let (seen, _t) = std::thread::scope(|sc| {
-        let t = sc.spawn(|| {
-            scripted_subagent(socket.clone(), "1.3.6.1.4.1.32473.7.1", move |p| {
-                let mut store = st.lock().unwrap();
-                let mut txns = tx.lock().unwrap();
-                let id = p.ids.transaction_id;
-                let err = |e: ResError| Payload::Response {
-                    sys_uptime: 0,
-                    error: e,
-                    index: 1,
-                    varbinds: Vec::new(),
-                };
-                Some(match &p.payload {
-                    Payload::Get { ranges } => resp(
-                        ranges
-                            .iter()
-                            .map(|r| VarBind {
-                                name: r.start.clone(),
-                                value: store
-                                    .get(&r.start)
-                                    .map(|v| Value::Integer(*v))
-                                    .unwrap_or(Value::NoSuchInstance),
-                            })
-                            .collect(),
-                    ),
-                    Payload::TestSet { varbinds } => match &varbinds[0].value {
-                        Value::Integer(v) if *v < 100 => {
-                            txns.insert(id, (varbinds[0].name.clone(), *v, 0));
-                            resp(vec![])
-                        }
-                        _ => err(ResError::WRONG_VALUE),
-                    },
-                    Payload::CommitSet => {
-                        let t = txns.get_mut(&id).unwrap();
-                        t.2 = store.insert(t.0.clone(), t.1).unwrap_or(0);
-                        resp(vec![])
-                    }
-                    Payload::UndoSet => {
-                        let t = &txns[&id];
-                        store.insert(t.0.clone(), t.2);
-                        resp(vec![])
-                    }
-                    Payload::CleanupSet => {
-                        txns.remove(&id);
-                        resp(vec![])
-                    }
-                    _ => resp(vec![]),
-                })
-            })
-        });
+        let t = sc.spawn(|| read_write_subagent(socket.clone()));
         while !t.is_finished() {
             h.cmd("run 20");
         }
@@ -780,6 +781,18 @@ struct RealBsnmpd {
 
 impl RealBsnmpd {
     fn start(bsnmpd: &Path, dir: &Path) -> RealBsnmpd {
+        Self::start_with(bsnmpd, dir, &[&format!("claim={CLAIM}")], "", "")
+    }
+
+    /// `args` are the module's arguments (`agentx:` is prepended); `snmpd_vars` and
+    /// `agentx_vars` are extra lines of the `%snmpd` and `%agentx` config sections.
+    fn start_with(
+        bsnmpd: &Path,
+        dir: &Path,
+        args: &[&str],
+        snmpd_vars: &str,
+        agentx_vars: &str,
+    ) -> RealBsnmpd {
         let port = free_port();
         let socket = dir.join("agentx-master.sock");
         let conf = dir.join("bsnmpd.config");
@@ -792,11 +805,12 @@ impl RealBsnmpd {
                  begemotSnmpdCommunityDisable = 1\n\
                  begemotSnmpdPortStatus.127.0.0.1.{port} = 1\n\
                  begemotSnmpdModulePath.\"agentx\" = \"{module}\"\n\
-                 \n\
+                 {snmpd_vars}\n\
                  %agentx\n\
                  agentxSocket = \"{socket}\"\n\
                  agentxSocketMode = 0600\n\
-                 agentxTimeout = 50\n",
+                 agentxTimeout = 50\n\
+                 {agentx_vars}\n",
                 module = module_path(),
                 socket = socket.display(),
             ),
@@ -811,7 +825,7 @@ impl RealBsnmpd {
             .arg(dir.join("bsnmpd.pid"))
             .arg("-e")
             .arg(dir.join("bsnmpd.engine"))
-            .arg(format!("agentx:claim={CLAIM}"))
+            .args(args.iter().map(|a| format!("agentx:{a}")))
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(dir.join("bsnmpd.err")).unwrap())
@@ -846,11 +860,7 @@ impl Drop for RealBsnmpd {
 
 #[test]
 fn bsnmpd_real_daemon_serves_memstat_mib() {
-    let Some(bsnmpd) = real_bsnmpd() else {
-        eprintln!(
-            "SKIPPED bsnmpd_real_daemon_serves_memstat_mib: no bsnmpd (set BSNMPD to a bsnmpd \
-             binary, and BSNMP_INCLUDE to its headers; FreeBSD has /usr/sbin/bsnmpd)"
-        );
+    let Some(bsnmpd) = real_bsnmpd_or_skip("bsnmpd_real_daemon_serves_memstat_mib") else {
         return;
     };
     require_tool("snmpbulkwalk");
@@ -921,6 +931,167 @@ fn bsnmpd_real_daemon_serves_memstat_mib() {
     let t = table(b.port);
     assert!(t.lines().count() > 5, "{t}");
     assert_eq!(t, table(snmpd.port));
+}
+
+/// The real bsnmpd, or None after printing that `test` is skipped.
+fn real_bsnmpd_or_skip(test: &str) -> Option<PathBuf> {
+    let b = real_bsnmpd();
+    if b.is_none() {
+        eprintln!(
+            "SKIPPED {test}: no bsnmpd (set BSNMPD to a bsnmpd binary, and BSNMP_INCLUDE to its \
+             headers; FreeBSD has /usr/sbin/bsnmpd)"
+        );
+    }
+    b
+}
+
+#[test]
+fn bsnmpd_real_daemon_set_maps_to_testset_commitset_undoset_cleanupset() {
+    let Some(bsnmpd) =
+        real_bsnmpd_or_skip("bsnmpd_real_daemon_set_maps_to_testset_commitset_undoset_cleanupset")
+    else {
+        return;
+    };
+    require_tool("snmpset");
+    let dir = tempfile::tempdir().unwrap();
+    // bsnmpd's second standard community is the write community.
+    let b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &["claim=1.3.6.1.4.1.32473.7/integer"],
+        "begemotSnmpdCommunityString.0.2 = \"private\"",
+        "",
+    );
+    let (seen, _t) = read_write_subagent(b.socket.clone());
+    let take = |seen: &Seen| std::mem::take(&mut *seen.lock().unwrap());
+    // snmpset with the write community (the last -c wins); stdout, or the error report.
+    let set = |args: &[&str]| {
+        let o = snmp_cmd(
+            "snmpset",
+            b.port,
+            &["-c", "private", "-t", "3", "-r", "0"],
+            args,
+        );
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        (o.status.success(), out, err)
+    };
+    let a = ".1.3.6.1.4.1.32473.7.1.1.0";
+    let bb = ".1.3.6.1.4.1.32473.7.1.2.0";
+
+    let (ok, out, err) = set(&[a, "i", "42"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), format!("{a} = INTEGER: 42"));
+    assert_eq!(take(&seen), ["TestSet", "CommitSet", "CleanupSet"]);
+    assert_eq!(get(b.port, &[a])[0].value, "42");
+    take(&seen);
+
+    // Refused by TestSet: wrongValue, and a CleanupSet.
+    let (ok, _, err) = set(&[a, "i", "500"]);
+    assert!(
+        !ok && err.contains("wrongValue") && err.contains(a),
+        "{err}"
+    );
+    assert_eq!(take(&seen), ["TestSet", "CleanupSet"]);
+
+    // Two varbinds, the second refused: bsnmpd's ROLLBACK of the first becomes UndoSet.
+    let (ok, _, err) = set(&[a, "i", "7", bb, "i", "500"]);
+    assert!(
+        !ok && err.contains("wrongValue") && err.contains(bb),
+        "{err}"
+    );
+    assert_eq!(
+        take(&seen),
+        [
+            "TestSet",
+            "CommitSet",
+            "TestSet",
+            "CleanupSet",
+            "UndoSet",
+            "CleanupSet"
+        ]
+    );
+    assert_eq!(get(b.port, &[a])[0].value, "42");
+    take(&seen);
+
+    // One syntax per claim node: bsnmpd refuses another syntax before the module sees it.
+    let (ok, _, err) = set(&[a, "s", "x"]);
+    assert!(!ok && err.contains("wrongType"), "{err}");
+    // Outside every registration: notWritable.
+    let (ok, _, err) = set(&[".1.3.6.1.4.1.32473.7.9.0", "i", "1"]);
+    assert!(!ok && err.contains("notWritable"), "{err}");
+    assert!(take(&seen).is_empty());
+}
+
+#[test]
+fn bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed() {
+    let Some(bsnmpd) = real_bsnmpd_or_skip(
+        "bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed",
+    ) else {
+        return;
+    };
+    require_tool("snmpbulkget");
+    let dir = tempfile::tempdir().unwrap();
+    let b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &["claim=1.3.6.1.4.1.32473.7"],
+        "",
+        "agentxMaxTimeouts = 2",
+    );
+    // Registers, then answers nothing.
+    let (seen, _t) = scripted_subagent(b.socket.clone(), "1.3.6.1.4.1.32473.7", |_| None);
+    let timeout = Duration::from_millis(500); // agentxTimeout = 50
+
+    // One GETBULK of 3 repeaters x 10: the whole PDU waits one timeout, not 30.
+    let t0 = Instant::now();
+    let o = snmp_cmd(
+        "snmpbulkget",
+        b.port,
+        &["-t", "5", "-r", "0", "-Cn0", "-Cr10"],
+        &[
+            ".1.3.6.1.4.1.32473.7",
+            ".1.3.6.1.4.1.32473.7.1",
+            ".1.3.6.1.4.1.32473.7.2",
+        ],
+    );
+    let stall = t0.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("genError"), "{err}");
+    assert!(
+        stall >= timeout - Duration::from_millis(20) && stall < 3 * timeout,
+        "stalled {stall:?}"
+    );
+    // bsnmpd answers its own objects, and the module's, at once meanwhile.
+    let t0 = Instant::now();
+    assert_eq!(get(b.port, &[".1.3.6.1.4.1.32473.2.1.5.0"])[0].value, "50");
+    assert!(t0.elapsed() < Duration::from_millis(300));
+
+    // A second timeout in a row closes the session (agentxMaxTimeouts 2).
+    let o = snmp_cmd(
+        "snmpget",
+        b.port,
+        &["-t", "5", "-r", "0"],
+        &[".1.3.6.1.4.1.32473.7.1.0"],
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("genError"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while seen.lock().unwrap().last().map(String::as_str) != Some("Close") {
+        assert!(
+            Instant::now() < deadline,
+            "no Close: {:?}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = std::fs::read_to_string(b.log.with_extension("err")).unwrap_or_default()
+        + &std::fs::read_to_string(&b.log).unwrap_or_default();
+    assert!(log.contains("closed after 2 timeouts in a row"), "{log}");
+    // Its registration is gone: nothing waits any more.
+    let t0 = Instant::now();
+    let l = get(b.port, &[".1.3.6.1.4.1.32473.7.1.0"]);
+    assert_eq!(l[0].ty, "No Such Instance currently exists at this OID");
+    assert!(t0.elapsed() < Duration::from_millis(300));
 }
 
 /// GetNext/GetBulk over a fixed sorted list of objects, as a subagent answers them.
