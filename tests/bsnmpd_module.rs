@@ -1094,6 +1094,155 @@ fn bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed() {
     assert!(t0.elapsed() < Duration::from_millis(300));
 }
 
+/// net-snmp's snmptrapd on 127.0.0.1:port, logging every notification to a file.
+struct TrapReceiver {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl TrapReceiver {
+    fn start(dir: &Path) -> TrapReceiver {
+        let port = free_port();
+        let conf = dir.join("snmptrapd.conf");
+        std::fs::write(&conf, "disableAuthorization yes\n").unwrap();
+        let log = dir.join("snmptrapd.log");
+        std::fs::create_dir_all(dir.join("trapd-persist")).unwrap();
+        let child = Command::new("snmptrapd")
+            .args(["-f", "-C", "-c"])
+            .arg(&conf)
+            .arg("-Lf")
+            .arg(&log)
+            .args(["-On", "-m", ""])
+            .arg(format!("udp:127.0.0.1:{port}"))
+            .env("MIBS", "")
+            .env("SNMP_PERSISTENT_DIR", dir.join("trapd-persist"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start snmptrapd");
+        let t = TrapReceiver { child, port, log };
+        t.wait_for("NET-SNMP version");
+        t
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_for(&self, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.text().contains(what) {
+            assert!(
+                Instant::now() < deadline,
+                "snmptrapd did not log {what:?}: {}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for TrapReceiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn bsnmpd_real_daemon_notify_reaches_snmptrapd_and_agentcaps_fill_sysortable() {
+    let Some(bsnmpd) = real_bsnmpd_or_skip(
+        "bsnmpd_real_daemon_notify_reaches_snmptrapd_and_agentcaps_fill_sysortable",
+    ) else {
+        return;
+    };
+    require_tool("snmptrapd");
+    let dir = tempfile::tempdir().unwrap();
+    let traps = TrapReceiver::start(dir.path());
+    // A v2c trap sink, configured as FreeBSD's stock snmpd.config does.
+    let sink = format!("127.0.0.1.{}", traps.port);
+    let b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &["claim=1.3.6.1.4.1.32473.7"],
+        &format!(
+            "begemotTrapSinkStatus.{sink} = 4\n\
+             begemotTrapSinkVersion.{sink} = 2\n\
+             begemotTrapSinkComm.{sink} = \"public\""
+        ),
+        "",
+    );
+    // bsnmpd's own coldStart went through the sink.
+    traps.wait_for(".1.3.6.1.6.3.1.1.5.1");
+
+    let mut sub = Sub::open(&b.socket, "scripted");
+    assert_eq!(sub.register("1.3.6.1.2.1.1", 127), ResError::REQUEST_DENIED);
+    assert_eq!(
+        sub.register("1.3.6.1.4.1.32473.7.1", 127),
+        ResError::NO_ERROR
+    );
+    assert_eq!(
+        sub.admin(Payload::AddAgentCaps {
+            id: "1.3.6.1.4.1.32473.7".parse().unwrap(),
+            descr: b"SCRIPTED-MIB".to_vec(),
+        }),
+        ResError::NO_ERROR
+    );
+    // AddAgentCaps is a sysORTable row of bsnmpd's.
+    let or_rows = |port: u16| {
+        bulkwalk(port, ".1.3.6.1.2.1.1.9", &[])
+            .into_iter()
+            .map(|l| l.value)
+            .collect::<Vec<_>>()
+    };
+    let rows = or_rows(b.port);
+    assert!(rows.iter().any(|v| v == "SCRIPTED-MIB"), "{rows:?}");
+    assert!(rows.iter().any(|v| v == ".1.3.6.1.4.1.32473.7"), "{rows:?}");
+
+    // A Notify becomes a trap to bsnmpd's sinks, with bsnmpd's own sysUpTime.0.
+    let e = sub.admin(Payload::Notify {
+        varbinds: vec![
+            VarBind {
+                name: "1.3.6.1.2.1.1.3.0".parse().unwrap(),
+                value: Value::TimeTicks(123_456_789),
+            },
+            VarBind {
+                name: "1.3.6.1.6.3.1.1.4.1.0".parse().unwrap(),
+                value: Value::ObjectIdentifier("1.3.6.1.4.1.32473.7.0.1".parse().unwrap()),
+            },
+            VarBind {
+                name: "1.3.6.1.4.1.32473.7.1.1.0".parse().unwrap(),
+                value: Value::OctetString(b"hello".to_vec()),
+            },
+        ],
+    });
+    assert_eq!(e, ResError::NO_ERROR);
+    traps.wait_for("\"hello\"");
+    let log = traps.text();
+    let trap = log
+        .lines()
+        .skip_while(|l| !l.contains("OID: .1.3.6.1.4.1.32473.7.0.1"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        trap.contains(".1.3.6.1.4.1.32473.7.1.1.0 = STRING: \"hello\""),
+        "{log}"
+    );
+    // The subagent's sysUpTime.0 was replaced by bsnmpd's, not sent twice.
+    assert!(!log.contains("Timeticks: (123456789)"), "{log}");
+
+    assert_eq!(
+        sub.admin(Payload::RemoveAgentCaps {
+            id: "1.3.6.1.4.1.32473.7".parse().unwrap(),
+        }),
+        ResError::NO_ERROR
+    );
+    let rows = or_rows(b.port);
+    assert!(!rows.iter().any(|v| v == "SCRIPTED-MIB"), "{rows:?}");
+}
+
 /// GetNext/GetBulk over a fixed sorted list of objects, as a subagent answers them.
 fn answer_from(objects: &[(Oid, Value)], p: &Pdu) -> Option<Payload> {
     let (ranges, reps) = match &p.payload {
