@@ -1094,6 +1094,84 @@ fn bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed() {
     assert!(t0.elapsed() < Duration::from_millis(300));
 }
 
+#[test]
+fn bsnmpd_real_daemon_unloads_and_reloads_the_module_at_run_time() {
+    let Some(bsnmpd) =
+        real_bsnmpd_or_skip("bsnmpd_real_daemon_unloads_and_reloads_the_module_at_run_time")
+    else {
+        return;
+    };
+    require_tool("snmpset");
+    let (dir, _snmpd, _daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
+    let mut b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &[&format!("claim={CLAIM}")],
+        "begemotSnmpdCommunityString.0.2 = \"private\"",
+        "",
+    );
+    let _sub = Killed(subagent(
+        dir.path(),
+        &b.socket,
+        &dir.path().join("fixture.json"),
+    ));
+    let cell = format!("{TYPE_ENTRY}.2.1");
+    let served = |port: u16| {
+        let o = snmp_cmd("snmpget", port, &["-t", "0.5", "-r", "0"], &[&cell]);
+        String::from_utf8_lossy(&o.stdout).contains("STRING")
+    };
+    let wait = |what: &str, port: u16, want: bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while served(port) != want {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait("memstat-agentx is not served through bsnmpd", b.port, true);
+
+    // begemotSnmpdModulePath."agentx": an empty path unloads the module (fini, dlclose), a
+    // path loads and starts it again, as bsnmpd's config file and bsnmpctl do.
+    let path_oid = format!(
+        ".1.3.6.1.4.1.12325.1.1.1.6.1.2.6.{}",
+        "agentx"
+            .bytes()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(".")
+    );
+    let set_path = |path: &str| {
+        let o = snmp_cmd(
+            "snmpset",
+            b.port,
+            &["-c", "private", "-t", "5", "-r", "0"],
+            &[&path_oid, "s", path],
+        );
+        assert!(
+            o.status.success(),
+            "snmpset of the module path {path:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    set_path("");
+    assert!(
+        b.child.try_wait().unwrap().is_none(),
+        "bsnmpd exited on unload"
+    );
+    assert!(!served(b.port));
+    assert!(!b.socket.exists(), "the module left its socket behind");
+    // bsnmpd itself goes on answering.
+    assert_eq!(get(b.port, &[".1.3.6.1.2.1.1.5.0"])[0].ty, "STRING");
+
+    set_path(module_path());
+    // The module listens again, and memstat-agentx reconnects and registers.
+    wait(
+        "memstat-agentx is not served after the reload",
+        b.port,
+        true,
+    );
+    assert!(b.child.try_wait().unwrap().is_none(), "bsnmpd exited");
+}
+
 /// net-snmp's snmptrapd on 127.0.0.1:port, logging every notification to a file.
 struct TrapReceiver {
     child: Child,
