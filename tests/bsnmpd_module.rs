@@ -589,69 +589,70 @@ fn bsnmpd_host_hanging_subagent_stalls_one_timeout_then_is_closed() {
     assert!(t0.elapsed() < Duration::from_millis(200));
 }
 
-#[test]
-fn bsnmpd_host_set_maps_to_testset_commitset_undoset_cleanupset() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut h = BsnmpHost::start(dir.path(), &["claim=1.3.6.1.4.1.32473.7/integer"], &[]);
-    let socket = h.socket.clone();
-    // A read-write scalar per instance .1.N.0: TestSet refuses values over 99; CommitSet
-    // applies; UndoSet restores.
+/// A scripted read-write subagent under 1.3.6.1.4.1.32473.7.1: an integer scalar per instance
+/// .1.N.0. TestSet refuses values over 99; CommitSet applies; UndoSet restores.
+fn read_write_subagent(socket: PathBuf) -> (Seen, std::thread::JoinHandle<()>) {
     // Per AgentX transaction: the varbind TestSet accepted, then the value CommitSet replaced.
     let store = Arc::new(Mutex::new(std::collections::BTreeMap::<Oid, i32>::new()));
     let txns = Arc::new(Mutex::new(
         std::collections::HashMap::<u32, (Oid, i32, i32)>::new(),
     ));
-    let (st, tx) = (store.clone(), txns.clone());
+    scripted_subagent(socket, "1.3.6.1.4.1.32473.7.1", move |p| {
+        let mut store = store.lock().unwrap();
+        let mut txns = txns.lock().unwrap();
+        let id = p.ids.transaction_id;
+        let err = |e: ResError| Payload::Response {
+            sys_uptime: 0,
+            error: e,
+            index: 1,
+            varbinds: Vec::new(),
+        };
+        Some(match &p.payload {
+            Payload::Get { ranges } => resp(
+                ranges
+                    .iter()
+                    .map(|r| VarBind {
+                        name: r.start.clone(),
+                        value: store
+                            .get(&r.start)
+                            .map(|v| Value::Integer(*v))
+                            .unwrap_or(Value::NoSuchInstance),
+                    })
+                    .collect(),
+            ),
+            Payload::TestSet { varbinds } => match &varbinds[0].value {
+                Value::Integer(v) if *v < 100 => {
+                    txns.insert(id, (varbinds[0].name.clone(), *v, 0));
+                    resp(vec![])
+                }
+                _ => err(ResError::WRONG_VALUE),
+            },
+            Payload::CommitSet => {
+                let t = txns.get_mut(&id).unwrap();
+                t.2 = store.insert(t.0.clone(), t.1).unwrap_or(0);
+                resp(vec![])
+            }
+            Payload::UndoSet => {
+                let t = &txns[&id];
+                store.insert(t.0.clone(), t.2);
+                resp(vec![])
+            }
+            Payload::CleanupSet => {
+                txns.remove(&id);
+                resp(vec![])
+            }
+            _ => resp(vec![]),
+        })
+    })
+}
+
+#[test]
+fn bsnmpd_host_set_maps_to_testset_commitset_undoset_cleanupset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = BsnmpHost::start(dir.path(), &["claim=1.3.6.1.4.1.32473.7/integer"], &[]);
+    let socket = h.socket.clone();
     let (seen, _t) = std::thread::scope(|sc| {
-        let t = sc.spawn(|| {
-            scripted_subagent(socket.clone(), "1.3.6.1.4.1.32473.7.1", move |p| {
-                let mut store = st.lock().unwrap();
-                let mut txns = tx.lock().unwrap();
-                let id = p.ids.transaction_id;
-                let err = |e: ResError| Payload::Response {
-                    sys_uptime: 0,
-                    error: e,
-                    index: 1,
-                    varbinds: Vec::new(),
-                };
-                Some(match &p.payload {
-                    Payload::Get { ranges } => resp(
-                        ranges
-                            .iter()
-                            .map(|r| VarBind {
-                                name: r.start.clone(),
-                                value: store
-                                    .get(&r.start)
-                                    .map(|v| Value::Integer(*v))
-                                    .unwrap_or(Value::NoSuchInstance),
-                            })
-                            .collect(),
-                    ),
-                    Payload::TestSet { varbinds } => match &varbinds[0].value {
-                        Value::Integer(v) if *v < 100 => {
-                            txns.insert(id, (varbinds[0].name.clone(), *v, 0));
-                            resp(vec![])
-                        }
-                        _ => err(ResError::WRONG_VALUE),
-                    },
-                    Payload::CommitSet => {
-                        let t = txns.get_mut(&id).unwrap();
-                        t.2 = store.insert(t.0.clone(), t.1).unwrap_or(0);
-                        resp(vec![])
-                    }
-                    Payload::UndoSet => {
-                        let t = &txns[&id];
-                        store.insert(t.0.clone(), t.2);
-                        resp(vec![])
-                    }
-                    Payload::CleanupSet => {
-                        txns.remove(&id);
-                        resp(vec![])
-                    }
-                    _ => resp(vec![]),
-                })
-            })
-        });
+        let t = sc.spawn(|| read_write_subagent(socket.clone()));
         while !t.is_finished() {
             h.cmd("run 20");
         }
@@ -780,6 +781,18 @@ struct RealBsnmpd {
 
 impl RealBsnmpd {
     fn start(bsnmpd: &Path, dir: &Path) -> RealBsnmpd {
+        Self::start_with(bsnmpd, dir, &[&format!("claim={CLAIM}")], "", "")
+    }
+
+    /// `args` are the module's arguments (`agentx:` is prepended); `snmpd_vars` and
+    /// `agentx_vars` are extra lines of the `%snmpd` and `%agentx` config sections.
+    fn start_with(
+        bsnmpd: &Path,
+        dir: &Path,
+        args: &[&str],
+        snmpd_vars: &str,
+        agentx_vars: &str,
+    ) -> RealBsnmpd {
         let port = free_port();
         let socket = dir.join("agentx-master.sock");
         let conf = dir.join("bsnmpd.config");
@@ -792,11 +805,12 @@ impl RealBsnmpd {
                  begemotSnmpdCommunityDisable = 1\n\
                  begemotSnmpdPortStatus.127.0.0.1.{port} = 1\n\
                  begemotSnmpdModulePath.\"agentx\" = \"{module}\"\n\
-                 \n\
+                 {snmpd_vars}\n\
                  %agentx\n\
                  agentxSocket = \"{socket}\"\n\
                  agentxSocketMode = 0600\n\
-                 agentxTimeout = 50\n",
+                 agentxTimeout = 50\n\
+                 {agentx_vars}\n",
                 module = module_path(),
                 socket = socket.display(),
             ),
@@ -811,7 +825,7 @@ impl RealBsnmpd {
             .arg(dir.join("bsnmpd.pid"))
             .arg("-e")
             .arg(dir.join("bsnmpd.engine"))
-            .arg(format!("agentx:claim={CLAIM}"))
+            .args(args.iter().map(|a| format!("agentx:{a}")))
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(dir.join("bsnmpd.err")).unwrap())
@@ -846,11 +860,7 @@ impl Drop for RealBsnmpd {
 
 #[test]
 fn bsnmpd_real_daemon_serves_memstat_mib() {
-    let Some(bsnmpd) = real_bsnmpd() else {
-        eprintln!(
-            "SKIPPED bsnmpd_real_daemon_serves_memstat_mib: no bsnmpd (set BSNMPD to a bsnmpd \
-             binary, and BSNMP_INCLUDE to its headers; FreeBSD has /usr/sbin/bsnmpd)"
-        );
+    let Some(bsnmpd) = real_bsnmpd_or_skip("bsnmpd_real_daemon_serves_memstat_mib") else {
         return;
     };
     require_tool("snmpbulkwalk");
@@ -921,6 +931,394 @@ fn bsnmpd_real_daemon_serves_memstat_mib() {
     let t = table(b.port);
     assert!(t.lines().count() > 5, "{t}");
     assert_eq!(t, table(snmpd.port));
+}
+
+/// The real bsnmpd, or None after printing that `test` is skipped.
+fn real_bsnmpd_or_skip(test: &str) -> Option<PathBuf> {
+    let b = real_bsnmpd();
+    if b.is_none() {
+        eprintln!(
+            "SKIPPED {test}: no bsnmpd (set BSNMPD to a bsnmpd binary, and BSNMP_INCLUDE to its \
+             headers; FreeBSD has /usr/sbin/bsnmpd)"
+        );
+    }
+    b
+}
+
+#[test]
+fn bsnmpd_real_daemon_set_maps_to_testset_commitset_undoset_cleanupset() {
+    let Some(bsnmpd) =
+        real_bsnmpd_or_skip("bsnmpd_real_daemon_set_maps_to_testset_commitset_undoset_cleanupset")
+    else {
+        return;
+    };
+    require_tool("snmpset");
+    let dir = tempfile::tempdir().unwrap();
+    // bsnmpd's second standard community is the write community.
+    let b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &["claim=1.3.6.1.4.1.32473.7/integer"],
+        "begemotSnmpdCommunityString.0.2 = \"private\"",
+        "",
+    );
+    let (seen, _t) = read_write_subagent(b.socket.clone());
+    let take = |seen: &Seen| std::mem::take(&mut *seen.lock().unwrap());
+    // snmpset with the write community (the last -c wins); stdout, or the error report.
+    let set = |args: &[&str]| {
+        let o = snmp_cmd(
+            "snmpset",
+            b.port,
+            &["-c", "private", "-t", "3", "-r", "0"],
+            args,
+        );
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        (o.status.success(), out, err)
+    };
+    let a = ".1.3.6.1.4.1.32473.7.1.1.0";
+    let bb = ".1.3.6.1.4.1.32473.7.1.2.0";
+
+    let (ok, out, err) = set(&[a, "i", "42"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), format!("{a} = INTEGER: 42"));
+    assert_eq!(take(&seen), ["TestSet", "CommitSet", "CleanupSet"]);
+    assert_eq!(get(b.port, &[a])[0].value, "42");
+    take(&seen);
+
+    // Refused by TestSet: wrongValue, and a CleanupSet.
+    let (ok, _, err) = set(&[a, "i", "500"]);
+    assert!(
+        !ok && err.contains("wrongValue") && err.contains(a),
+        "{err}"
+    );
+    assert_eq!(take(&seen), ["TestSet", "CleanupSet"]);
+
+    // Two varbinds, the second refused: bsnmpd's ROLLBACK of the first becomes UndoSet.
+    let (ok, _, err) = set(&[a, "i", "7", bb, "i", "500"]);
+    assert!(
+        !ok && err.contains("wrongValue") && err.contains(bb),
+        "{err}"
+    );
+    assert_eq!(
+        take(&seen),
+        [
+            "TestSet",
+            "CommitSet",
+            "TestSet",
+            "CleanupSet",
+            "UndoSet",
+            "CleanupSet"
+        ]
+    );
+    assert_eq!(get(b.port, &[a])[0].value, "42");
+    take(&seen);
+
+    // One syntax per claim node: bsnmpd refuses another syntax before the module sees it.
+    let (ok, _, err) = set(&[a, "s", "x"]);
+    assert!(!ok && err.contains("wrongType"), "{err}");
+    // Outside every registration: notWritable.
+    let (ok, _, err) = set(&[".1.3.6.1.4.1.32473.7.9.0", "i", "1"]);
+    assert!(!ok && err.contains("notWritable"), "{err}");
+    assert!(take(&seen).is_empty());
+}
+
+#[test]
+fn bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed() {
+    let Some(bsnmpd) = real_bsnmpd_or_skip(
+        "bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed",
+    ) else {
+        return;
+    };
+    require_tool("snmpbulkget");
+    let dir = tempfile::tempdir().unwrap();
+    let b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &["claim=1.3.6.1.4.1.32473.7"],
+        "",
+        "agentxMaxTimeouts = 2",
+    );
+    // Registers, then answers nothing.
+    let (seen, _t) = scripted_subagent(b.socket.clone(), "1.3.6.1.4.1.32473.7", |_| None);
+    let timeout = Duration::from_millis(500); // agentxTimeout = 50
+
+    // One GETBULK of 3 repeaters x 10: the whole PDU waits one timeout, not 30.
+    let t0 = Instant::now();
+    let o = snmp_cmd(
+        "snmpbulkget",
+        b.port,
+        &["-t", "5", "-r", "0", "-Cn0", "-Cr10"],
+        &[
+            ".1.3.6.1.4.1.32473.7",
+            ".1.3.6.1.4.1.32473.7.1",
+            ".1.3.6.1.4.1.32473.7.2",
+        ],
+    );
+    let stall = t0.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("genError"), "{err}");
+    assert!(
+        stall >= timeout - Duration::from_millis(20) && stall < 3 * timeout,
+        "stalled {stall:?}"
+    );
+    // bsnmpd answers its own objects, and the module's, at once meanwhile.
+    let t0 = Instant::now();
+    assert_eq!(get(b.port, &[".1.3.6.1.4.1.32473.2.1.5.0"])[0].value, "50");
+    assert!(t0.elapsed() < Duration::from_millis(300));
+
+    // A second timeout in a row closes the session (agentxMaxTimeouts 2).
+    let o = snmp_cmd(
+        "snmpget",
+        b.port,
+        &["-t", "5", "-r", "0"],
+        &[".1.3.6.1.4.1.32473.7.1.0"],
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("genError"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while seen.lock().unwrap().last().map(String::as_str) != Some("Close") {
+        assert!(
+            Instant::now() < deadline,
+            "no Close: {:?}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = std::fs::read_to_string(b.log.with_extension("err")).unwrap_or_default()
+        + &std::fs::read_to_string(&b.log).unwrap_or_default();
+    assert!(log.contains("closed after 2 timeouts in a row"), "{log}");
+    // Its registration is gone: nothing waits any more.
+    let t0 = Instant::now();
+    let l = get(b.port, &[".1.3.6.1.4.1.32473.7.1.0"]);
+    assert_eq!(l[0].ty, "No Such Instance currently exists at this OID");
+    assert!(t0.elapsed() < Duration::from_millis(300));
+}
+
+#[test]
+fn bsnmpd_real_daemon_unloads_and_reloads_the_module_at_run_time() {
+    let Some(bsnmpd) =
+        real_bsnmpd_or_skip("bsnmpd_real_daemon_unloads_and_reloads_the_module_at_run_time")
+    else {
+        return;
+    };
+    require_tool("snmpset");
+    let (dir, _snmpd, _daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
+    let mut b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &[&format!("claim={CLAIM}")],
+        "begemotSnmpdCommunityString.0.2 = \"private\"",
+        "",
+    );
+    let _sub = Killed(subagent(
+        dir.path(),
+        &b.socket,
+        &dir.path().join("fixture.json"),
+    ));
+    let cell = format!("{TYPE_ENTRY}.2.1");
+    let served = |port: u16| {
+        let o = snmp_cmd("snmpget", port, &["-t", "0.5", "-r", "0"], &[&cell]);
+        String::from_utf8_lossy(&o.stdout).contains("STRING")
+    };
+    let wait = |what: &str, port: u16, want: bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while served(port) != want {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait("memstat-agentx is not served through bsnmpd", b.port, true);
+
+    // begemotSnmpdModulePath."agentx": an empty path unloads the module (fini, dlclose), a
+    // path loads and starts it again, as bsnmpd's config file and bsnmpctl do.
+    let path_oid = format!(
+        ".1.3.6.1.4.1.12325.1.1.1.6.1.2.6.{}",
+        "agentx"
+            .bytes()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(".")
+    );
+    let set_path = |path: &str| {
+        let o = snmp_cmd(
+            "snmpset",
+            b.port,
+            &["-c", "private", "-t", "5", "-r", "0"],
+            &[&path_oid, "s", path],
+        );
+        assert!(
+            o.status.success(),
+            "snmpset of the module path {path:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    set_path("");
+    assert!(
+        b.child.try_wait().unwrap().is_none(),
+        "bsnmpd exited on unload"
+    );
+    assert!(!served(b.port));
+    assert!(!b.socket.exists(), "the module left its socket behind");
+    // bsnmpd itself goes on answering.
+    assert_eq!(get(b.port, &[".1.3.6.1.2.1.1.5.0"])[0].ty, "STRING");
+
+    set_path(module_path());
+    // The module listens again, and memstat-agentx reconnects and registers.
+    wait(
+        "memstat-agentx is not served after the reload",
+        b.port,
+        true,
+    );
+    assert!(b.child.try_wait().unwrap().is_none(), "bsnmpd exited");
+}
+
+/// net-snmp's snmptrapd on 127.0.0.1:port, logging every notification to a file.
+struct TrapReceiver {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl TrapReceiver {
+    fn start(dir: &Path) -> TrapReceiver {
+        let port = free_port();
+        let conf = dir.join("snmptrapd.conf");
+        std::fs::write(&conf, "disableAuthorization yes\n").unwrap();
+        let log = dir.join("snmptrapd.log");
+        std::fs::create_dir_all(dir.join("trapd-persist")).unwrap();
+        let child = Command::new("snmptrapd")
+            .args(["-f", "-C", "-c"])
+            .arg(&conf)
+            .arg("-Lf")
+            .arg(&log)
+            .args(["-On", "-m", ""])
+            .arg(format!("udp:127.0.0.1:{port}"))
+            .env("MIBS", "")
+            .env("SNMP_PERSISTENT_DIR", dir.join("trapd-persist"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start snmptrapd");
+        let t = TrapReceiver { child, port, log };
+        t.wait_for("NET-SNMP version");
+        t
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_for(&self, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.text().contains(what) {
+            assert!(
+                Instant::now() < deadline,
+                "snmptrapd did not log {what:?}: {}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for TrapReceiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn bsnmpd_real_daemon_notify_reaches_snmptrapd_and_agentcaps_fill_sysortable() {
+    let Some(bsnmpd) = real_bsnmpd_or_skip(
+        "bsnmpd_real_daemon_notify_reaches_snmptrapd_and_agentcaps_fill_sysortable",
+    ) else {
+        return;
+    };
+    require_tool("snmptrapd");
+    let dir = tempfile::tempdir().unwrap();
+    let traps = TrapReceiver::start(dir.path());
+    // A v2c trap sink, configured as FreeBSD's stock snmpd.config does.
+    let sink = format!("127.0.0.1.{}", traps.port);
+    let b = RealBsnmpd::start_with(
+        &bsnmpd,
+        dir.path(),
+        &["claim=1.3.6.1.4.1.32473.7"],
+        &format!(
+            "begemotTrapSinkStatus.{sink} = 4\n\
+             begemotTrapSinkVersion.{sink} = 2\n\
+             begemotTrapSinkComm.{sink} = \"public\""
+        ),
+        "",
+    );
+    // bsnmpd's own coldStart went through the sink.
+    traps.wait_for(".1.3.6.1.6.3.1.1.5.1");
+
+    let mut sub = Sub::open(&b.socket, "scripted");
+    assert_eq!(sub.register("1.3.6.1.2.1.1", 127), ResError::REQUEST_DENIED);
+    assert_eq!(
+        sub.register("1.3.6.1.4.1.32473.7.1", 127),
+        ResError::NO_ERROR
+    );
+    assert_eq!(
+        sub.admin(Payload::AddAgentCaps {
+            id: "1.3.6.1.4.1.32473.7".parse().unwrap(),
+            descr: b"SCRIPTED-MIB".to_vec(),
+        }),
+        ResError::NO_ERROR
+    );
+    // AddAgentCaps is a sysORTable row of bsnmpd's.
+    let or_rows = |port: u16| {
+        bulkwalk(port, ".1.3.6.1.2.1.1.9", &[])
+            .into_iter()
+            .map(|l| l.value)
+            .collect::<Vec<_>>()
+    };
+    let rows = or_rows(b.port);
+    assert!(rows.iter().any(|v| v == "SCRIPTED-MIB"), "{rows:?}");
+    assert!(rows.iter().any(|v| v == ".1.3.6.1.4.1.32473.7"), "{rows:?}");
+
+    // A Notify becomes a trap to bsnmpd's sinks, with bsnmpd's own sysUpTime.0.
+    let e = sub.admin(Payload::Notify {
+        varbinds: vec![
+            VarBind {
+                name: "1.3.6.1.2.1.1.3.0".parse().unwrap(),
+                value: Value::TimeTicks(123_456_789),
+            },
+            VarBind {
+                name: "1.3.6.1.6.3.1.1.4.1.0".parse().unwrap(),
+                value: Value::ObjectIdentifier("1.3.6.1.4.1.32473.7.0.1".parse().unwrap()),
+            },
+            VarBind {
+                name: "1.3.6.1.4.1.32473.7.1.1.0".parse().unwrap(),
+                value: Value::OctetString(b"hello".to_vec()),
+            },
+        ],
+    });
+    assert_eq!(e, ResError::NO_ERROR);
+    traps.wait_for("\"hello\"");
+    let log = traps.text();
+    let trap = log
+        .lines()
+        .skip_while(|l| !l.contains("OID: .1.3.6.1.4.1.32473.7.0.1"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        trap.contains(".1.3.6.1.4.1.32473.7.1.1.0 = STRING: \"hello\""),
+        "{log}"
+    );
+    // The subagent's sysUpTime.0 was replaced by bsnmpd's, not sent twice.
+    assert!(!log.contains("Timeticks: (123456789)"), "{log}");
+
+    assert_eq!(
+        sub.admin(Payload::RemoveAgentCaps {
+            id: "1.3.6.1.4.1.32473.7".parse().unwrap(),
+        }),
+        ResError::NO_ERROR
+    );
+    let rows = or_rows(b.port);
+    assert!(!rows.iter().any(|v| v == "SCRIPTED-MIB"), "{rows:?}");
 }
 
 /// GetNext/GetBulk over a fixed sorted list of objects, as a subagent answers them.

@@ -85,13 +85,6 @@ impl Stream {
             Stream::Tcp(s) => s.set_nonblocking(nb),
         }
     }
-    fn set_timeouts(&self, d: Duration) -> io::Result<()> {
-        let d = Some(d.max(Duration::from_millis(1)));
-        match self {
-            Stream::Unix(s) => s.set_read_timeout(d).and(s.set_write_timeout(d)),
-            Stream::Tcp(s) => s.set_read_timeout(d).and(s.set_write_timeout(d)),
-        }
-    }
 }
 
 impl Read for Stream {
@@ -773,9 +766,6 @@ impl Master {
         Pdu::new(sid, transaction, packet, payload).encode(&mut out);
         let deadline = Instant::now() + timeout;
         let result = self.exchange(fd, sid, packet, &out, deadline);
-        if let Some(c) = self.conns.get(&fd) {
-            let _ = c.stream.set_nonblocking(true);
-        }
         match result {
             Ok(r) => {
                 if let Some(s) = self.sessions.get_mut(&sid) {
@@ -824,12 +814,9 @@ impl Master {
     ) -> Result<(ResError, Vec<VarBind>), RequestError> {
         {
             let c = self.conns.get_mut(&fd).ok_or(RequestError::Closed)?;
-            let left = deadline.saturating_duration_since(Instant::now());
-            let written = c
-                .stream
-                .set_nonblocking(false)
-                .and_then(|_| c.stream.set_timeouts(left))
-                .and_then(|_| c.stream.send_all(out));
+            // The socket stays non-blocking: poll(2) waits, so one request costs a send, a
+            // poll and a read rather than also switching the socket's mode and timeouts.
+            let written = crate::sys::send_all_by(c.stream.fd(), out, deadline);
             if let Err(e) = written {
                 // Part of the frame may be out: the stream can no longer be framed.
                 self.close_conn(fd, None, &format!("write: {e}"));
@@ -887,10 +874,11 @@ impl Master {
             }
             let c = self.conns.get_mut(&fd).ok_or(RequestError::Closed)?;
             let mut chunk = [0u8; 16384];
-            let got = c
-                .stream
-                .set_timeouts(left)
-                .and_then(|_| c.stream.read(&mut chunk));
+            let got = match crate::sys::wait_ready(c.stream.fd(), libc::POLLIN, left) {
+                Ok(true) => c.stream.read(&mut chunk),
+                Ok(false) => Err(io::ErrorKind::TimedOut.into()),
+                Err(e) => Err(e),
+            };
             match got {
                 Ok(0) => {
                     self.close_conn(fd, None, "the subagent closed the connection");
