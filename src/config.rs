@@ -323,44 +323,51 @@ impl RawSettings {
     /// rules between settings. The user is looked up here.
     pub fn convert(&self) -> Result<Config, ConfigError> {
         let cfg = Config::convert_each(self)?;
-        if cfg.backoff_min > cfg.backoff_max {
-            let (min, max) = (self.origin("backoff-min"), self.origin("backoff-max"));
-            let (min_s, max_s) = (secs(cfg.backoff_min), secs(cfg.backoff_max));
-            return Err(if rank(&max) > rank(&min) {
-                ConfigError::at(
-                    &max,
-                    "backoff-max",
-                    format!("{max_s} s must be at least backoff-min ({min_s} s)"),
-                )
-            } else {
-                ConfigError::at(
-                    &min,
-                    "backoff-min",
-                    format!("{min_s} s must not exceed backoff-max ({max_s} s)"),
-                )
-            });
-        }
-        if cfg.notify_limit_hysteresis >= cfg.notify_limit_percent {
-            let (pct, hyst) = (
-                self.origin("notify-limit-percent"),
-                self.origin("notify-limit-hysteresis"),
-            );
-            let (p, h) = (cfg.notify_limit_percent, cfg.notify_limit_hysteresis);
-            return Err(if rank(&pct) > rank(&hyst) {
-                ConfigError::at(
-                    &pct,
-                    "notify-limit-percent",
-                    format!("{p} must be above notify-limit-hysteresis ({h} points)"),
-                )
-            } else {
-                ConfigError::at(
-                    &hyst,
-                    "notify-limit-hysteresis",
-                    format!("{h} points must be below notify-limit-percent ({p})"),
-                )
-            });
-        }
+        let (min, max) = (secs(cfg.backoff_min), secs(cfg.backoff_max));
+        self.in_order(
+            cfg.backoff_min <= cfg.backoff_max,
+            (
+                "backoff-min",
+                format!("{min} s must not exceed backoff-max ({max} s)"),
+            ),
+            (
+                "backoff-max",
+                format!("{max} s must be at least backoff-min ({min} s)"),
+            ),
+        )?;
+        let (p, h) = (cfg.notify_limit_percent, cfg.notify_limit_hysteresis);
+        self.in_order(
+            h < p,
+            (
+                "notify-limit-hysteresis",
+                format!("{h} points must be below notify-limit-percent ({p})"),
+            ),
+            (
+                "notify-limit-percent",
+                format!("{p} must be above notify-limit-hysteresis ({h} points)"),
+            ),
+        )?;
         Ok(cfg)
+    }
+
+    /// Two settings that must agree: unless `ok`, the error names the one given last (the
+    /// command line outranks the file, the file the defaults), the first on a tie.
+    fn in_order(
+        &self,
+        ok: bool,
+        first: (&str, String),
+        second: (&str, String),
+    ) -> Result<(), ConfigError> {
+        let (a, b) = (self.origin(first.0), self.origin(second.0));
+        let (origin, (key, message)) = if rank(&b) > rank(&a) {
+            (b, second)
+        } else {
+            (a, first)
+        };
+        match ok {
+            true => Ok(()),
+            false => Err(ConfigError::at(&origin, key, message)),
+        }
     }
 
     fn origin(&self, key: &str) -> Origin {
