@@ -50,32 +50,6 @@ const SENSOR_KEYS: &[&str] = &[
 ];
 const REQUIRED_KEYS: &[&str] = &["descr", "num_oid", "oid"];
 
-fn need(tool: &str, package: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} is not installed: apt-get install -y {package} (.ci/run installs it)"
-    );
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}): {}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn mibs() -> &'static str {
     static DIRS: OnceLock<String> = OnceLock::new();
     DIRS.get_or_init(mib_dirs)
@@ -83,11 +57,13 @@ fn mibs() -> &'static str {
 
 fn translate(opts: &[&str], oid: &str) -> String {
     need("snmptranslate", "snmp");
-    run(Command::new("snmptranslate")
-        .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
-        .args(opts)
-        .arg(oid)
-        .env("MIBS", ""))
+    run_ok(
+        Command::new("snmptranslate")
+            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+            .args(opts)
+            .arg(oid)
+            .env("MIBS", ""),
+    )
     .trim()
     .to_string()
 }
@@ -95,12 +71,14 @@ fn translate(opts: &[&str], oid: &str) -> String {
 /// The fragment, as the YAML parser LibreNMS's checks use would read it (via python3-yaml).
 fn fragment() -> serde_json::Value {
     need("python3", "python3-yaml");
-    let json = run(Command::new("python3")
-        .args([
-            "-c",
-            "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
-        ])
-        .arg(Path::new(MANIFEST).join(FRAGMENT)));
+    let json = run_ok(
+        Command::new("python3")
+            .args([
+                "-c",
+                "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+            ])
+            .arg(Path::new(MANIFEST).join(FRAGMENT)),
+    );
     serde_json::from_str(&json).unwrap()
 }
 
@@ -299,13 +277,15 @@ fn templates(s: &str) -> Vec<String> {
 /// `name.index = value`, split at the first dot; rows keyed by index, then by name.
 fn discovery_walk(port: u16, opts: &[&str]) -> BTreeMap<String, BTreeMap<String, String>> {
     need("snmpbulkwalk", "snmp");
-    let out = run(Command::new("snmpbulkwalk")
-        .args(["-v2c", "-c", "public"])
-        .args(opts)
-        .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("MEMSTAT-MIB::memTypeTable")
-        .env("MIBS", ""));
+    let out = run_ok(
+        Command::new("snmpbulkwalk")
+            .args(["-v2c", "-c", "public"])
+            .args(opts)
+            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("MEMSTAT-MIB::memTypeTable")
+            .env("MIBS", ""),
+    );
     let mut rows: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut last: Option<(String, String)> = None;
     for line in out.lines() {
@@ -439,12 +419,14 @@ fn librenms_discovery_walk_and_sensor_poll_find_each_row() {
         .any(|f| f.2.parse::<u64>().unwrap() > u32::MAX as u64));
     for chunk in all.chunks(10) {
         let oids: Vec<&str> = chunk.iter().map(|f| f.0.as_str()).collect();
-        let out = run(Command::new("snmpget")
-            .args(["-v2c", "-c", "public", "-OUQntea"])
-            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(&oids)
-            .env("MIBS", ""));
+        let out = run_ok(
+            Command::new("snmpget")
+                .args(["-v2c", "-c", "public", "-OUQntea"])
+                .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+                .arg(format!("127.0.0.1:{port}"))
+                .args(&oids)
+                .env("MIBS", ""),
+        );
         let got: BTreeMap<&str, &str> = out.lines().filter_map(|l| l.split_once(" = ")).collect();
         for (num_oid, descr, discovered) in chunk {
             let index: usize = num_oid.rsplit('.').next().unwrap().parse().unwrap();

@@ -102,48 +102,22 @@ fn num(t: &MemoryType, col: &str) -> Option<u64> {
 // Tools and helpers
 // ------------------------------------------------------------------------------------------
 
-/// Fails with the package to install when `tool` is missing.
-fn need(tool: &str, package: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} is not installed: apt-get install -y {package} (.ci/run installs it)"
-    );
-}
-
 /// `mib_dirs()`, computed once per test binary.
 fn mibs() -> &'static str {
     static DIRS: OnceLock<String> = OnceLock::new();
     DIRS.get_or_init(mib_dirs)
 }
 
-/// Runs a command that must succeed; returns its stdout.
-fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}): {}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// snmptranslate with MEMSTAT-MIB and the base MIBs loaded.
 fn translate(opts: &[&str], oid: &str) -> String {
     need("snmptranslate", "snmp");
-    run(Command::new("snmptranslate")
-        .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
-        .args(opts)
-        .arg(oid)
-        .env("MIBS", ""))
+    run_ok(
+        Command::new("snmptranslate")
+            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+            .args(opts)
+            .arg(oid)
+            .env("MIBS", ""),
+    )
     .trim()
     .to_string()
 }
@@ -219,7 +193,7 @@ out["fields"] = [
 ]
 print(json.dumps(out))
 "#;
-    let json = run(Command::new("python3").args(["-c", SCRIPT]).arg(path));
+    let json = run_ok(Command::new("python3").args(["-c", SCRIPT]).arg(path));
     serde_json::from_str(&json).unwrap()
 }
 

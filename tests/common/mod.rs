@@ -35,6 +35,34 @@ pub fn require_tool(tool: &str) {
     );
 }
 
+/// Fails the test naming the Debian package to install when `tool` is not on PATH.
+pub fn need(tool: &str, package: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{tool} is not installed: apt-get install -y {package} (.ci/run installs it)"
+    );
+}
+
+/// Runs a command that must succeed; returns its stdout.
+pub fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A free UDP port on 127.0.0.1 (also free for TCP in practice).
 pub fn free_port() -> u16 {
     let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
