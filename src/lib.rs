@@ -8,10 +8,12 @@
 //! - [`reader`]: reading the source on a thread of its own.
 //! - [`value`], [`oid`]: protocol-neutral SNMP values and object identifiers.
 //! - [`report`], [`vmstat`]: the `dump` command's formats.
+//! - `boundedfile`: reading files others control, bounded and without blocking.
 //! - [`config`], [`logging`], [`privdrop`], [`statedir`]: running as a service.
 pub mod agent;
 pub mod agentx;
 pub(crate) mod alarm;
+pub(crate) mod boundedfile;
 pub mod config;
 pub mod index;
 pub mod logging;
