@@ -212,13 +212,16 @@ pub fn config_toml(data: &[u8]) {
         return;
     };
     let path = Path::new("fuzz.toml");
-    let parse = |t: &str| RawSettings::from_toml_str(t, path).and_then(|raw| raw.convert());
+    let parse = |t: &str| {
+        let raw = RawSettings::from_toml_str(t, path)?;
+        raw.convert().map(|c| (c, raw))
+    };
     match parse(text) {
-        Ok(c) => {
-            let r = c.render();
+        Ok((c, raw)) => {
+            let r = raw.render();
             let back =
                 parse(&r).unwrap_or_else(|e| panic!("rendered config does not parse: {e}\n{r}"));
-            assert_eq!(back, c, "{r}");
+            assert_eq!(back.0, c, "{r}");
         }
         Err(e) => {
             let m = e.to_string();

@@ -1,29 +1,28 @@
-//! The settings: each one defined once, in [`settings!`] below, with its key, type, default,
-//! documentation, validation and whether a SIGHUP applies it.
+//! The settings: each one defined once, in [`settings!`] below, with its key, type, rule,
+//! default, documentation and whether a SIGHUP applies it.
 //!
-//! Values are read raw, as written, from the file ([`RawSettings::read_file`]) and from the
-//! command line ([`RawSettings::set_arg`]); the two are merged, and then converted once into
-//! a typed [`Config`] by [`RawSettings::convert`], which `run`, `check-config` and a SIGHUP
-//! reload all call. Every error names where the bad value came from:
+//! Values are read raw from the file ([`RawSettings::read_file`]) and the command line
+//! ([`RawSettings::set_arg`]), merged, and converted once into a typed [`Config`] by
+//! [`RawSettings::convert`], which `run`, `check-config` and a SIGHUP reload all call. A value
+//! written as text (an option, a default) is first read as the TOML value it stands for, so one
+//! conversion serves all three. Every error names where the bad value came from:
 //!
 //! ```text
-//! /etc/memstat-agentx.toml:4: key `max-age`: must be a positive number of seconds
-//! command line: option `--max-age`: must be a positive number of seconds
+//! /etc/memstat-agentx.toml:4: key `max-age`: -1: must be a number of seconds from 1e-9 to 86400
+//! command line: option `--user`: no such user: "nobdy"
 //! ```
 
 use crate::agentx::session::MasterAddr;
+use crate::boundedfile::{self, FileError};
 pub use crate::logging::{LogLevel, LogTarget};
-use crate::memstat::source::not_regular;
 use crate::memstat::SourceKind;
 use crate::privdrop::{self, Account};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 use toml::{Spanned, Value};
+use Rule::{Seconds, Switch, Text, Whole};
 
 /// Where the daemon looks for its configuration when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = if cfg!(target_os = "freebsd") {
@@ -48,100 +47,99 @@ pub const MAX_SECONDS: f64 = 86_400.0;
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Defines every setting once: the [`Config`] field with its type, the key (also the option
-/// name), the conversion that checks it, the default (in command-line syntax; `None` for
+/// name), the rule its value must meet, the default (as an option would give it; `None` for
 /// unset), whether a reload applies it, and its documentation (the first line is `--help`).
 macro_rules! settings {
-    ($( $(#[doc = $doc:literal])+
-        $field:ident: $ty:ty = $key:literal via $conv:ident, default $default:expr, $reload:ident; )+) => {
+    ($( #[doc = $help:literal] $(#[doc = $more:literal])*
+        $field:ident: $ty:ty = $key:literal, $rule:expr, default $default:expr, $reload:ident; )+) => {
         /// The effective settings, converted and checked.
         #[derive(Clone, Debug, PartialEq, Eq)]
-        pub struct Config { $( $(#[doc = $doc])+ pub $field: $ty, )+ }
+        pub struct Config { $( #[doc = $help] $(#[doc = $more])* pub $field: $ty, )+ }
 
         /// Every setting, in the order `check-config` prints them.
         pub const SETTINGS: &[Setting] = &[$( Setting {
             key: $key,
-            doc: concat!($($doc, "\n"),+),
+            help: $help.trim_ascii(),
+            rule: $rule,
             default: $default,
-            kind: $conv.kind,
             reload: Reload::$reload,
         }, )+];
 
         impl Config {
             fn convert_each(raw: &RawSettings) -> Result<Config, ConfigError> {
-                Ok(Config { $( $field: raw.convert_one($key, $default, &$conv)?, )+ })
-            }
-
-            /// Each setting's key and value as a TOML literal (`None`: unset).
-            fn values(&self) -> Vec<(&'static str, Option<String>)> {
-                vec![$( ($key, ($conv.show)(&self.$field)), )+]
+                Ok(Config { $( $field: raw.convert_one($key, $rule, $default)?, )+ })
             }
         }
     };
 }
 
+const POSITIVE: Rule = Seconds { zero_ok: false };
+const OR_OFF: Rule = Seconds { zero_ok: true };
+
 settings! {
     /// The AgentX master: an absolute socket path, unix:PATH or tcp:HOST:PORT.
-    agentx_socket: MasterAddr = "agentx-socket" via MASTER, default Some("/var/agentx/master"), Applied;
+    agentx_socket: MasterAddr = "agentx-socket", Text, default Some("/var/agentx/master"), Applied;
     /// Where the statistics come from: auto, linux, linux:PATH, freebsd or fixture:PATH.
-    source: SourceKind = "source" via SOURCE, default Some("auto"), Restart;
+    source: SourceKind = "source", Text, default Some("auto"), Restart;
     /// Maximum snapshot age for a new walk or a Get, in seconds (greater than zero).
-    max_age: Duration = "max-age" via POSITIVE_SECONDS, default Some("5"), Applied;
+    max_age: Duration = "max-age", POSITIVE, default Some("5"), Applied;
     /// How long a walk stays on its snapshot, in seconds (greater than zero).
-    walk_window: Duration = "walk-window" via POSITIVE_SECONDS, default Some("30"), Applied;
+    walk_window: Duration = "walk-window", POSITIVE, default Some("30"), Applied;
     /// Seconds between Pings to the master on an idle session; 0 disables them.
-    ping_interval: Duration = "ping-interval" via SECONDS_OR_OFF, default Some("15"), Applied;
+    ping_interval: Duration = "ping-interval", OR_OFF, default Some("15"), Applied;
     /// First delay before reconnecting to the master, in seconds.
-    backoff_min: Duration = "backoff-min" via POSITIVE_SECONDS, default Some("0.25"), Applied;
+    backoff_min: Duration = "backoff-min", POSITIVE, default Some("0.25"), Applied;
     /// Longest delay before reconnecting to the master, in seconds.
-    backoff_max: Duration = "backoff-max" via POSITIVE_SECONDS, default Some("2"), Applied;
+    backoff_max: Duration = "backoff-max", POSITIVE, default Some("2"), Applied;
     /// Directory for the persistent index assignments (an absolute path).
-    state_dir: PathBuf = "state-dir" via ABSOLUTE_PATH, default Some(DEFAULT_STATE_DIR), Restart;
+    state_dir: PathBuf = "state-dir", Text, default Some(DEFAULT_STATE_DIR), Restart;
     /// Least severe messages logged: error, warn, info, debug or trace.
-    log_level: LogLevel = "log-level" via LOG_LEVEL, default Some("info"), Applied;
+    log_level: LogLevel = "log-level", Text, default Some("info"), Applied;
     /// Where log lines go: stderr or syslog.
-    log_target: LogTarget = "log-target" via LOG_TARGET, default Some("stderr"), Restart;
+    log_target: LogTarget = "log-target", Text, default Some("stderr"), Restart;
     /// When started as root, switch to this user after opening the source.
-    user: Option<Account> = "user" via USER, default None, Restart;
+    user: Option<Account> = "user", Text, default None, Restart;
     /// Register the MIB in the master's sysORTable (AgentX AddAgentCaps).
-    agent_caps: bool = "agent-caps" via SWITCH, default Some("true"), Applied;
+    agent_caps: bool = "agent-caps", Switch, default Some("true"), Applied;
     /// Seconds between samples that compare each row for notifications; 0 disables them.
     /// With 0 nothing is read while nobody asks; otherwise the source is read at this interval
     /// (unless the snapshot is younger than max-age) and compared with the previous sample.
-    watch_interval: Duration = "watch-interval" via SECONDS_OR_OFF, default Some("0"), Applied;
+    watch_interval: Duration = "watch-interval", OR_OFF, default Some("0"), Applied;
     /// Seconds between two notifications of one type for one row; 0 sends every one.
-    notify_holdoff: Duration = "notify-holdoff" via SECONDS_OR_OFF, default Some("300"), Applied;
+    notify_holdoff: Duration = "notify-holdoff", OR_OFF, default Some("300"), Applied;
     /// Share of a type's count limit, in percent (1-100), that sends memTypeLimitNearing.
-    notify_limit_percent: u32 = "notify-limit-percent" via PERCENT, default Some("90"), Applied;
+    notify_limit_percent: u32 = "notify-limit-percent", Whole { min: 1, max: 100 }, default Some("90"), Applied;
     /// Percentage points below notify-limit-percent (0-99) at which memTypeLimitCleared is sent.
-    notify_limit_hysteresis: u32 = "notify-limit-hysteresis" via POINTS, default Some("5"), Applied;
+    notify_limit_hysteresis: u32 = "notify-limit-hysteresis", Whole { min: 0, max: 99 }, default Some("5"), Applied;
     /// Most notifications per sample (1-10000); past it, one memNotificationsSuppressed.
-    notify_max_per_sample: u32 = "notify-max-per-sample" via CAP, default Some("20"), Applied;
+    notify_max_per_sample: u32 = "notify-max-per-sample", Whole { min: 1, max: 10_000 }, default Some("20"), Applied;
     /// Send memTypeAllocFailure when a type's failure counter increases.
-    notify_alloc_failure: bool = "notify-alloc-failure" via SWITCH, default Some("true"), Applied;
+    notify_alloc_failure: bool = "notify-alloc-failure", Switch, default Some("true"), Applied;
     /// Send memTypeLimitNearing and memTypeLimitCleared.
-    notify_limit: bool = "notify-limit" via SWITCH, default Some("true"), Applied;
+    notify_limit: bool = "notify-limit", Switch, default Some("true"), Applied;
     /// Send memSourceStale and memSourceRecovered when memSourceStatus changes.
-    notify_source: bool = "notify-source" via SWITCH, default Some("true"), Applied;
+    notify_source: bool = "notify-source", Switch, default Some("true"), Applied;
 }
 
 /// One setting's definition (see [`settings!`]).
 #[derive(Debug)]
 pub struct Setting {
     pub key: &'static str,
-    pub doc: &'static str,
+    /// The first line of its documentation: the `--help` text.
+    pub help: &'static str,
+    pub rule: Rule,
     pub default: Option<&'static str>,
-    pub kind: Kind,
     pub reload: Reload,
 }
 
-/// How a setting is written: decimal seconds (`--key SECONDS`), a whole number (`--key N`),
-/// a string (`--key VALUE`), or a boolean (the flags `--key` and `--no-key`).
+/// What a value must be: decimal seconds, a whole number in a range, true or false (the
+/// flags `--key` and `--no-key`), or a string, which the setting's type checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Seconds,
-    Number,
-    Text,
+pub enum Rule {
+    Seconds { zero_ok: bool },
+    Whole { min: u32, max: u32 },
     Switch,
+    Text,
 }
 
 /// Whether a SIGHUP applies a changed value, or the old one stays until a restart.
@@ -151,54 +149,41 @@ pub enum Reload {
     Restart,
 }
 
-impl Setting {
-    /// The first line of the documentation: the `--help` text.
-    pub fn summary(&self) -> &'static str {
-        self.doc.lines().next().unwrap_or("").trim()
-    }
-}
-
-/// A value as written, before conversion.
-#[derive(Clone, Debug, PartialEq)]
-pub enum RawValue {
-    /// From the file, with its TOML type.
-    Toml(Value),
-    /// From the command line or a default: text, converted by the setting's own rules.
-    Arg(String),
-    /// A setting with no default, not given.
-    Unset,
-}
-
-/// Where a raw value came from, for error messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where a raw value came from. The order is precedence: the command line outranks the file,
+/// the file the defaults, and a later line of the file an earlier one.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
     Default,
-    File { path: PathBuf, line: usize },
+    /// A file; the line (1-based) is known for everything but a file that cannot be read.
+    File {
+        path: PathBuf,
+        line: Option<usize>,
+    },
     CommandLine,
 }
 
-/// A configuration problem, located as precisely as possible.
+/// A configuration problem: where, which setting (when one is at fault), and what.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
-    /// The file, or `command line` for option values.
-    pub path: PathBuf,
-    /// 1-based line in the file.
-    pub line: Option<usize>,
-    /// The key (`max-age`) or the option (`--max-age`) at fault.
+    pub origin: Origin,
     pub key: Option<String>,
     pub message: String,
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.path.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
+        match &self.origin {
+            Origin::Default => f.write_str("built-in default")?,
+            Origin::File { path, .. } => write!(f, "{}", path.display())?,
+            Origin::CommandLine => f.write_str("command line")?,
         }
-        match &self.key {
-            Some(k) if k.starts_with("--") => write!(f, ": option `{k}`")?,
-            Some(k) => write!(f, ": key `{k}`")?,
-            None => {}
+        if let Origin::File { line: Some(n), .. } = self.origin {
+            write!(f, ":{n}")?;
+        }
+        match (&self.key, &self.origin) {
+            (Some(k), Origin::CommandLine) => write!(f, ": option `--{k}`")?,
+            (Some(k), _) => write!(f, ": key `{k}`")?,
+            (None, _) => {}
         }
         write!(f, ": {}", self.message)
     }
@@ -206,26 +191,20 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-impl ConfigError {
-    fn at(origin: &Origin, key: &str, message: String) -> ConfigError {
-        let (path, line, key) = match origin {
-            Origin::Default => ("built-in default".into(), None, key.to_string()),
-            Origin::File { path, line } => (path.clone(), Some(*line), key.to_string()),
-            Origin::CommandLine => ("command line".into(), None, format!("--{key}")),
-        };
-        ConfigError {
-            path,
+impl Origin {
+    fn file(path: &Path, line: Option<usize>) -> Origin {
+        Origin::File {
+            path: path.to_path_buf(),
             line,
-            key: Some(key),
-            message,
         }
     }
 
-    fn file(path: &Path, message: String) -> ConfigError {
+    /// An error about the value of `key` from here (`None`: about the file as a whole).
+    fn error(&self, key: Option<&str>, message: String) -> ConfigError {
+        let (origin, key) = (self.clone(), key.map(String::from));
         ConfigError {
-            path: path.to_path_buf(),
-            line: None,
-            key: None,
+            origin,
+            key,
             message,
         }
     }
@@ -234,45 +213,27 @@ impl ConfigError {
 /// Settings as written, keyed by setting; the later of two sources wins (see [`Self::merge`]).
 #[derive(Clone, Debug, Default)]
 pub struct RawSettings {
-    values: BTreeMap<&'static str, (RawValue, Origin)>,
+    values: BTreeMap<&'static str, (Value, Origin)>,
 }
 
 impl RawSettings {
-    /// Reads a configuration file: a regular file of at most [`MAX_CONFIG_BYTES`]. The open
-    /// does not block (a FIFO would otherwise wait for a writer), and the type is checked
-    /// on the open descriptor.
-    /// `/dev/null` is taken as an empty file: the usual way to say "no file, the defaults".
+    /// Reads a configuration file: a regular file of at most [`MAX_CONFIG_BYTES`], opened
+    /// without blocking (see [`boundedfile`]). `/dev/null` is taken as an empty file: the
+    /// usual way to say "no file, the defaults".
     pub fn read_file(path: &Path) -> Result<RawSettings, ConfigError> {
         if path == Path::new("/dev/null") {
             return Ok(RawSettings::default());
         }
-        let cannot = |e: std::io::Error| {
-            ConfigError::file(path, format!("cannot read the configuration file: {e}"))
-        };
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(cannot)?;
-        if let Some(kind) = not_regular(&file.metadata().map_err(cannot)?) {
-            let message = format!("is {kind}, not a regular file; refused");
-            return Err(ConfigError::file(path, message));
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_CONFIG_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(cannot)?;
-        if bytes.len() as u64 > MAX_CONFIG_BYTES {
-            let msg =
-                format!("larger than {MAX_CONFIG_BYTES} bytes (1 MiB), the most read; refused");
-            return Err(ConfigError::file(path, msg));
-        }
+        let unread = |e| Origin::file(path, None).error(None, e);
+        let bytes = boundedfile::read(path, 0, MAX_CONFIG_BYTES).map_err(|e| {
+            unread(match e {
+                FileError::Io(e) => format!("cannot read the file: {e}"),
+                refused => refused.to_string(),
+            })
+        })?;
         let text = String::from_utf8(bytes).map_err(|e| {
-            let line = line_of(&e.as_bytes()[..e.utf8_error().valid_up_to()], usize::MAX);
-            ConfigError {
-                line: Some(line),
-                ..ConfigError::file(path, "not UTF-8 text".into())
-            }
+            let line = line_of(e.as_bytes(), e.utf8_error().valid_up_to());
+            Origin::file(path, Some(line)).error(None, "not UTF-8 text".into())
         })?;
         RawSettings::from_toml_str(&text, path)
     }
@@ -283,22 +244,14 @@ impl RawSettings {
         let table: BTreeMap<Spanned<String>, Spanned<Value>> =
             toml::from_str(text).map_err(|e| syntax_error(&e, text, path))?;
         let mut raw = RawSettings::default();
-        for (k, v) in table {
-            let origin = |at| Origin::File {
-                path: path.to_path_buf(),
-                line: line_of(text.as_bytes(), at),
+        for (key, value) in table {
+            let origin = |at| Origin::file(path, Some(line_of(text.as_bytes(), at)));
+            let Some(s) = SETTINGS.iter().find(|s| s.key == key.get_ref()) else {
+                let (at, key) = (origin(key.span().start), key.into_inner());
+                return Err(at.error(Some(&key), unknown_key(&key)));
             };
-            let Some(setting) = SETTINGS.iter().find(|s| s.key == k.get_ref()) else {
-                let key = k.get_ref();
-                return Err(ConfigError::at(
-                    &origin(k.span().start),
-                    key,
-                    unknown_key(key),
-                ));
-            };
-            let at = v.span().start;
-            raw.values
-                .insert(setting.key, (RawValue::Toml(v.into_inner()), origin(at)));
+            let at = origin(value.span().start);
+            raw.values.insert(s.key, (value.into_inner(), at));
         }
         Ok(raw)
     }
@@ -306,12 +259,9 @@ impl RawSettings {
     /// A value from the command line. Panics on a key that is not a setting (a programming
     /// error: the options are generated from [`SETTINGS`]).
     pub fn set_arg(&mut self, key: &str, value: String) {
-        let setting = SETTINGS
-            .iter()
-            .find(|s| s.key == key)
-            .expect("a known setting");
-        self.values
-            .insert(setting.key, (RawValue::Arg(value), Origin::CommandLine));
+        let s = SETTINGS.iter().find(|s| s.key == key).expect("a setting");
+        let value = (as_toml(s.rule, value), Origin::CommandLine);
+        self.values.insert(s.key, value);
     }
 
     /// Takes every value `over` has, in place of this one's.
@@ -319,263 +269,206 @@ impl RawSettings {
         self.values.extend(over.values);
     }
 
-    /// The one conversion into a [`Config`]: each value by its setting's rules, then the
-    /// rules between settings. The user is looked up here.
+    /// The one conversion into a [`Config`]: each value by its setting's rule and type, then
+    /// the rules between settings. The user is looked up here.
     pub fn convert(&self) -> Result<Config, ConfigError> {
-        let cfg = Config::convert_each(self)?;
-        let (min, max) = (secs(cfg.backoff_min), secs(cfg.backoff_max));
-        self.in_order(
-            cfg.backoff_min <= cfg.backoff_max,
-            (
-                "backoff-min",
-                format!("{min} s must not exceed backoff-max ({max} s)"),
-            ),
-            (
-                "backoff-max",
-                format!("{max} s must be at least backoff-min ({min} s)"),
-            ),
-        )?;
-        let (p, h) = (cfg.notify_limit_percent, cfg.notify_limit_hysteresis);
-        self.in_order(
-            h < p,
-            (
-                "notify-limit-hysteresis",
-                format!("{h} points must be below notify-limit-percent ({p})"),
-            ),
-            (
-                "notify-limit-percent",
-                format!("{p} must be above notify-limit-hysteresis ({h} points)"),
-            ),
-        )?;
-        Ok(cfg)
+        let c = Config::convert_each(self)?;
+        let (min, max) = (c.backoff_min, c.backoff_max);
+        if min > max {
+            let why = format!("backoff-min ({min:?}) must not exceed backoff-max ({max:?})");
+            return Err(self.blame(["backoff-min", "backoff-max"], why));
+        }
+        let (p, h) = (c.notify_limit_percent, c.notify_limit_hysteresis);
+        if h >= p {
+            let why =
+                format!("notify-limit-hysteresis ({h}) must be below notify-limit-percent ({p})");
+            return Err(self.blame(["notify-limit-hysteresis", "notify-limit-percent"], why));
+        }
+        Ok(c)
     }
 
-    /// Two settings that must agree: unless `ok`, the error names the one given last (the
-    /// command line outranks the file, the file the defaults), the first on a tie.
-    fn in_order(
-        &self,
-        ok: bool,
-        first: (&str, String),
-        second: (&str, String),
-    ) -> Result<(), ConfigError> {
-        let (a, b) = (self.origin(first.0), self.origin(second.0));
-        let (origin, (key, message)) = if rank(&b) > rank(&a) {
-            (b, second)
-        } else {
-            (a, first)
-        };
-        match ok {
-            true => Ok(()),
-            false => Err(ConfigError::at(&origin, key, message)),
+    /// The error for two settings that disagree: it names the one given last (see
+    /// [`Origin`]), the first on a tie.
+    fn blame(&self, keys: [&str; 2], why: String) -> ConfigError {
+        let [a, b] = keys.map(|k| (self.value(k, Text, None).1, k));
+        let (origin, key) = if b.0 > a.0 { b } else { a };
+        origin.error(Some(key), why)
+    }
+
+    /// A setting's value, the one given or its default, with where it came from.
+    fn value(&self, key: &str, rule: Rule, default: Option<&str>) -> (Option<Value>, Origin) {
+        match self.values.get(key) {
+            Some((value, origin)) => (Some(value.clone()), origin.clone()),
+            None => (default.map(|d| as_toml(rule, d.into())), Origin::Default),
         }
     }
 
-    fn origin(&self, key: &str) -> Origin {
-        self.values
-            .get(key)
-            .map_or(Origin::Default, |(_, o)| o.clone())
-    }
-
-    fn convert_one<T>(
+    fn convert_one<T: Typed>(
         &self,
         key: &str,
+        rule: Rule,
         default: Option<&str>,
-        conv: &Conv<T>,
     ) -> Result<T, ConfigError> {
-        let default = || {
-            (
-                default.map_or(RawValue::Unset, |d| RawValue::Arg(d.into())),
-                Origin::Default,
-            )
-        };
-        let (value, origin) = self.values.get(key).cloned().unwrap_or_else(default);
-        (conv.parse)(&value).map_err(|m| ConfigError::at(&origin, key, m))
+        let (value, origin) = self.value(key, rule, default);
+        T::convert(value.as_ref(), rule).map_err(|m| origin.error(Some(key), m))
     }
-}
 
-/// The command line outranks the file, which outranks the defaults.
-fn rank(o: &Origin) -> u8 {
-    match o {
-        Origin::Default => 0,
-        Origin::File { .. } => 1,
-        Origin::CommandLine => 2,
-    }
-}
-
-impl Config {
     /// The effective settings as TOML (for `check-config`), each marked with what a reload
-    /// does with it; parsing the text gives the same configuration back.
+    /// does with it. For settings that [convert](Self::convert), parsing the text gives the
+    /// same configuration back.
     pub fn render(&self) -> String {
         let mut out = String::from("# memstat-agentx: effective configuration\n");
-        for ((key, value), setting) in self.values().into_iter().zip(SETTINGS) {
-            let when = match setting.reload {
+        for s in SETTINGS {
+            let when = match s.reload {
                 Reload::Applied => "a reload (SIGHUP) applies a change",
                 Reload::Restart => "a change needs a restart",
             };
-            match value {
-                Some(v) => out.push_str(&format!("{key} = {v}  # {when}\n")),
-                None => out.push_str(&format!("# {key} is not set  ({when})\n")),
-            }
+            out += &match self.value(s.key, s.rule, s.default).0 {
+                Some(v) => format!("{} = {v}  # {when}\n", s.key),
+                None => format!("# {} is not set  ({when})\n", s.key),
+            };
         }
         out
     }
 
-    /// The settings whose change a reload to `new` cannot apply.
-    pub fn needs_restart(&self, new: &Config) -> Vec<&'static str> {
-        let (old, new) = (self.values(), new.values());
-        SETTINGS
-            .iter()
-            .zip(old.iter().zip(&new))
-            .filter(|(s, (a, b))| s.reload == Reload::Restart && a != b)
-            .map(|(s, _)| s.key)
+    /// The settings whose change from these to `new` a reload cannot apply.
+    pub fn needs_restart(&self, new: &RawSettings) -> Vec<&'static str> {
+        let value = |raw: &RawSettings, s: &Setting| raw.value(s.key, s.rule, s.default).0;
+        let restart = SETTINGS.iter().filter(|s| s.reload == Reload::Restart);
+        restart
+            .filter(|s| value(self, s) != value(new, s))
+            .map(|s| s.key)
             .collect()
     }
 }
 
-/// How one setting's raw value becomes its typed value, and how that value is shown.
-struct Conv<T> {
-    kind: Kind,
-    parse: fn(&RawValue) -> Result<T, String>,
-    show: fn(&T) -> Option<String>,
+/// A value written as text, an option's or a default, as the TOML value it stands for: a
+/// number for a number's rule when it reads as one, true or false for a switch; otherwise the
+/// string, which the conversion then refuses with the text in its message.
+fn as_toml(rule: Rule, text: String) -> Value {
+    let t = text.trim();
+    let number = || {
+        t.parse()
+            .map(Value::Integer)
+            .or_else(|_| t.parse().map(Value::Float))
+    };
+    match rule {
+        Seconds { .. } | Whole { .. } => number().unwrap_or(Value::String(text)),
+        Switch => t.parse().map_or(Value::String(text), Value::Boolean),
+        Text => Value::String(text),
+    }
 }
 
-impl<T: FromStr<Err: fmt::Display> + fmt::Display> Conv<T> {
-    /// A string setting whose type has its own parser, the one its other users call too.
-    const fn parsed(kind: Kind) -> Conv<T> {
-        Conv {
-            kind,
-            parse: |v| text(v)?.parse().map_err(|e: T::Err| e.to_string()),
-            show: |t| Some(quote(&t.to_string())),
+/// A setting's type: how a raw value (`None`: unset) becomes one, by the setting's rule.
+trait Typed: Sized {
+    fn convert(v: Option<&Value>, rule: Rule) -> Result<Self, String>;
+}
+
+impl Typed for Duration {
+    /// From a nanosecond to [`MAX_SECONDS`]; zero too, for a rule that allows it.
+    fn convert(v: Option<&Value>, rule: Rule) -> Result<Duration, String> {
+        let zero_ok = rule == OR_OFF;
+        let n = match v {
+            Some(Value::Integer(i)) => *i as f64,
+            Some(Value::Float(f)) => *f,
+            other => return Err(expected("a number of seconds", other)),
+        };
+        let d = Duration::try_from_secs_f64(n).ok();
+        match d.filter(|d| n <= MAX_SECONDS && (zero_ok || !d.is_zero())) {
+            Some(d) if !d.is_zero() || n == 0.0 => Ok(d),
+            _ => Err(format!(
+                "{}: must be {}a number of seconds from 1e-9 to {MAX_SECONDS}",
+                readable(n),
+                if zero_ok { "0 (off) or " } else { "" }
+            )),
         }
     }
 }
 
-const MASTER: Conv<MasterAddr> = Conv::parsed(Kind::Text);
-const SOURCE: Conv<SourceKind> = Conv::parsed(Kind::Text);
-const LOG_LEVEL: Conv<LogLevel> = Conv::parsed(Kind::Text);
-const LOG_TARGET: Conv<LogTarget> = Conv::parsed(Kind::Text);
-const POSITIVE_SECONDS: Conv<Duration> = Conv {
-    kind: Kind::Seconds,
-    parse: |v| seconds(v, false),
-    show: |d| Some(secs(*d)),
-};
-const SECONDS_OR_OFF: Conv<Duration> = Conv {
-    kind: Kind::Seconds,
-    parse: |v| seconds(v, true),
-    show: |d| Some(secs(*d)),
-};
-const PERCENT: Conv<u32> = Conv {
-    kind: Kind::Number,
-    parse: |v| whole(v, 1, 100),
-    show: |n| Some(n.to_string()),
-};
-const POINTS: Conv<u32> = Conv {
-    kind: Kind::Number,
-    parse: |v| whole(v, 0, 99),
-    show: |n| Some(n.to_string()),
-};
-const CAP: Conv<u32> = Conv {
-    kind: Kind::Number,
-    parse: |v| whole(v, 1, 10_000),
-    show: |n| Some(n.to_string()),
-};
-const ABSOLUTE_PATH: Conv<PathBuf> = Conv {
-    kind: Kind::Text,
-    parse: |v| match text(v)? {
-        p if p.starts_with('/') => Ok(PathBuf::from(p)),
-        p => Err(format!("{p:?} must be an absolute path")),
-    },
-    show: |p| Some(quote(&p.to_string_lossy())),
-};
-const USER: Conv<Option<Account>> = Conv {
-    kind: Kind::Text,
-    parse: |v| {
-        if *v == RawValue::Unset {
-            return Ok(None);
+impl Typed for u32 {
+    fn convert(v: Option<&Value>, rule: Rule) -> Result<u32, String> {
+        let Whole { min, max } = rule else {
+            return Err("not a whole-number setting".into());
+        };
+        let what = format!("a whole number from {min} to {max}");
+        match v {
+            Some(Value::Integer(n)) => u32::try_from(*n)
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or(format!("{n}: must be {what}")),
+            other => Err(expected(&what, other)),
         }
-        let name = text(v)?;
+    }
+}
+
+impl Typed for bool {
+    fn convert(v: Option<&Value>, _: Rule) -> Result<bool, String> {
+        match v {
+            Some(Value::Boolean(b)) => Ok(*b),
+            other => Err(expected("true or false", other)),
+        }
+    }
+}
+
+impl Typed for PathBuf {
+    fn convert(v: Option<&Value>, _: Rule) -> Result<PathBuf, String> {
+        match text(v)? {
+            p if p.starts_with('/') => Ok(PathBuf::from(p)),
+            p => Err(format!("{p:?} must be an absolute path")),
+        }
+    }
+}
+
+impl Typed for Option<Account> {
+    /// Unset keeps the starting user; root is refused, since leaving the user unset says that.
+    fn convert(v: Option<&Value>, _: Rule) -> Result<Option<Account>, String> {
+        let Some(name) = v.map(|v| text(Some(v))).transpose()? else {
+            return Ok(None);
+        };
         if name.is_empty() {
             return Err("must be a user name (leave it out to keep the starting user)".into());
         }
-        let account = privdrop::lookup_user(name)?;
-        if account.uid == 0 {
-            return Err(format!(
+        match privdrop::lookup_user(name)? {
+            a if a.uid == 0 => Err(format!(
                 "{name:?} has uid 0: leave the user unset to run as root"
-            ));
+            )),
+            a => Ok(Some(a)),
         }
-        Ok(Some(account))
-    },
-    show: |u| u.as_ref().map(|a| quote(&a.name)),
-};
-const SWITCH: Conv<bool> = Conv {
-    kind: Kind::Switch,
-    parse: |v| match v {
-        RawValue::Toml(Value::Boolean(b)) => Ok(*b),
-        RawValue::Arg(s) if s == "true" || s == "false" => Ok(s == "true"),
-        RawValue::Toml(other) => Err(expected("true or false", other)),
-        _ => Err("expected true or false".into()),
-    },
-    show: |b| Some(b.to_string()),
-};
+    }
+}
+
+/// The string settings whose type has its own parser, the one its other users call too.
+macro_rules! parsed_from_text {
+    ($($t:ty),+) => {$(
+        impl Typed for $t {
+            fn convert(v: Option<&Value>, _: Rule) -> Result<$t, String> {
+                text(v)?.parse().map_err(|e: <$t as std::str::FromStr>::Err| e.to_string())
+            }
+        }
+    )+};
+}
+parsed_from_text!(MasterAddr, SourceKind, LogLevel, LogTarget);
 
 /// A string value. No setting takes a NUL byte: each is a path, a name or a word, and a NUL
 /// would only reach the log raw, or be cut short by a system call.
-fn text(v: &RawValue) -> Result<&str, String> {
+fn text(v: Option<&Value>) -> Result<&str, String> {
     match v {
-        RawValue::Toml(Value::String(s)) | RawValue::Arg(s) if s.contains('\0') => {
-            Err(format!("{:?} contains a NUL byte", s.replace('\0', "\\0")))
+        Some(Value::String(s)) if s.contains('\0') => Err(format!("{s:?} contains a NUL byte")),
+        Some(Value::String(s)) => Ok(s),
+        other => Err(expected("a string", other)),
+    }
+}
+
+/// "expected a number of seconds, found the string \"soon\"". Strings are shown escaped
+/// (`{:?}`), so no control byte reaches a log.
+fn expected(what: &str, found: Option<&Value>) -> String {
+    match found {
+        None => format!("must be set to {what}"),
+        Some(Value::String(s)) => format!("expected {what}, found the string {s:?}"),
+        Some(v @ (Value::Array(_) | Value::Table(_))) => {
+            format!("expected {what}, found {}", v.type_str())
         }
-        RawValue::Toml(Value::String(s)) | RawValue::Arg(s) => Ok(s),
-        RawValue::Toml(other) => Err(expected("a string", other)),
-        RawValue::Unset => Err("must be set".into()),
-    }
-}
-
-fn seconds(v: &RawValue, zero_ok: bool) -> Result<Duration, String> {
-    let what = match zero_ok {
-        false => "must be a positive number of seconds",
-        true => "must be zero (disabled) or a positive number of seconds",
-    };
-    let n = match v {
-        RawValue::Toml(Value::Integer(i)) => *i as f64,
-        RawValue::Toml(Value::Float(f)) => *f,
-        RawValue::Toml(other) => return Err(expected("a number of seconds", other)),
-        RawValue::Arg(s) => s
-            .trim()
-            .parse()
-            .map_err(|_| format!("{s:?} is not a number; {what}"))?,
-        RawValue::Unset => f64::NAN,
-    };
-    match Duration::try_from_secs_f64(n) {
-        _ if n.is_nan() => Err(format!("{what}, not NaN")),
-        _ if n > MAX_SECONDS => Err(format!(
-            "{} seconds is too long (at most {MAX_SECONDS} seconds)",
-            readable(n)
-        )),
-        Ok(d) if !d.is_zero() || zero_ok => Ok(d),
-        Ok(_) if n > 0.0 => Err(format!(
-            "{} seconds is less than a nanosecond; {what}",
-            readable(n)
-        )),
-        _ => Err(what.into()),
-    }
-}
-
-/// A whole number from `min` to `max`.
-fn whole(v: &RawValue, min: u32, max: u32) -> Result<u32, String> {
-    let what = format!("must be a whole number from {min} to {max}");
-    let n: i64 = match v {
-        RawValue::Toml(Value::Integer(i)) => *i,
-        RawValue::Toml(other) => return Err(expected("a whole number", other)),
-        RawValue::Arg(s) => s
-            .trim()
-            .parse()
-            .map_err(|_| format!("{s:?} is not a whole number; {what}"))?,
-        RawValue::Unset => return Err(what),
-    };
-    match u32::try_from(n) {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(format!("{n}: {what}")),
+        Some(v) => format!("expected {what}, found {v}"),
     }
 }
 
@@ -585,19 +478,6 @@ fn readable(n: f64) -> String {
         true => format!("{n:e}"),
         false => format!("{n}"),
     }
-}
-
-/// Seconds as a TOML float literal: `5.0`, `0.25`.
-fn secs(d: Duration) -> String {
-    format!("{:?}", d.as_secs_f64())
-}
-
-fn quote(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
-}
-
-fn expected(what: &str, found: &Value) -> String {
-    format!("expected {what}, found {}", found.type_str())
 }
 
 fn unknown_key(key: &str) -> String {
@@ -630,34 +510,23 @@ fn edits(a: &str, b: &str) -> usize {
 
 /// 1-based line of a byte offset.
 fn line_of(text: &[u8], offset: usize) -> usize {
-    text[..offset.min(text.len())]
+    1 + text[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
         .count()
-        + 1
 }
 
-/// A TOML syntax error (or duplicate key), with the line and, when the line is a
-/// `key = value` line, the key.
+/// A TOML syntax error (or duplicate key), with the line and, when that line sets a known
+/// setting, its key.
 fn syntax_error(e: &toml::de::Error, text: &str, path: &Path) -> ConfigError {
     let line = e.span().map(|s| line_of(text.as_bytes(), s.start));
-    let key = line.and_then(|l| text.lines().nth(l - 1)).and_then(|l| {
-        let k = l
-            .split_once('=')?
-            .0
-            .trim()
-            .trim_matches(|c| c == '"' || c == '\'');
-        let plain = !k.is_empty()
-            && k.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        plain.then(|| k.to_string())
-    });
+    let key = line
+        .and_then(|l| text.lines().nth(l - 1)?.split_once('='))
+        .map(|(k, _)| k.trim().trim_matches(['"', '\'']))
+        .and_then(|k| SETTINGS.iter().find(|s| s.key == k))
+        .map(|s| s.key);
     let message = format!("invalid TOML: {}", e.message().trim_end());
-    ConfigError {
-        line,
-        key,
-        ..ConfigError::file(path, message)
-    }
+    Origin::file(path, line).error(key, message)
 }
 
 #[cfg(test)]
@@ -674,21 +543,32 @@ mod tests {
         RawSettings::default().convert().unwrap()
     }
 
-    fn with_args(text: &str, args: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let mut raw = RawSettings::from_toml_str(text, Path::new(FILE))?;
+    fn raw_with_args(text: &str, args: &[(&str, &str)]) -> RawSettings {
+        let mut raw = RawSettings::from_toml_str(text, Path::new(FILE)).unwrap();
         let mut cli = RawSettings::default();
         for (k, v) in args {
             cli.set_arg(k, v.to_string());
         }
         raw.merge(cli);
-        raw.convert()
+        raw
+    }
+
+    fn with_args(text: &str, args: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        raw_with_args(text, args).convert()
+    }
+
+    fn line(e: &ConfigError) -> Option<usize> {
+        match e.origin {
+            Origin::File { line, .. } => line,
+            _ => None,
+        }
     }
 
     /// Parses `text`, expects an error at `line` about `key`, returns its Display.
     fn bad(text: &str, key: &str, line: usize) -> String {
         let e = parse(text).expect_err(text);
         let shown = e.to_string();
-        assert_eq!(e.line, Some(line), "{shown}");
+        assert_eq!(self::line(&e), Some(line), "{shown}");
         assert_eq!(e.key.as_deref(), Some(key), "{shown}");
         assert!(
             shown.starts_with(&format!("{FILE}:{line}: key `{key}`: ")),
@@ -700,7 +580,11 @@ mod tests {
     /// Expects the command-line value to be refused, naming the option; returns the message.
     fn bad_arg(key: &str, value: &str) -> String {
         let e = with_args("", &[(key, value)]).expect_err(value);
-        assert_eq!(e.key.as_deref(), Some(format!("--{key}").as_str()), "{e}");
+        assert_eq!(
+            (&e.origin, e.key.as_deref()),
+            (&Origin::CommandLine, Some(key)),
+            "{e}"
+        );
         assert!(
             e.to_string()
                 .starts_with(&format!("command line: option `--{key}`: ")),
@@ -743,7 +627,11 @@ mod tests {
         for s in SETTINGS {
             assert_eq!(s.default.is_none(), s.key == "user", "{}", s.key);
             assert_eq!(SETTINGS.iter().filter(|t| t.key == s.key).count(), 1);
-            assert!(!s.summary().is_empty(), "{} has no documentation", s.key);
+            assert!(
+                !s.help.is_empty() && s.help.trim() == s.help,
+                "{}: help",
+                s.key
+            );
         }
     }
 
@@ -778,7 +666,8 @@ notify-alloc-failure = false
 notify-limit = false
 notify-source = false
 "#;
-        let c = parse(text).unwrap();
+        let raw = RawSettings::from_toml_str(text, Path::new(FILE)).unwrap();
+        let c = raw.convert().unwrap();
         assert_eq!(c.watch_interval, Duration::from_millis(2500));
         assert_eq!(c.notify_holdoff, Duration::ZERO);
         assert_eq!(
@@ -801,7 +690,7 @@ notify-source = false
         assert_eq!(c.log_target, LogTarget::Syslog);
         assert_eq!(c.user.as_ref().map(|u| u.name.as_str()), Some("nobody"));
         assert!(!c.agent_caps);
-        let shown = c.render();
+        let shown = raw.render();
         assert_eq!(parse(&shown).unwrap(), c, "{shown}");
         assert!(
             shown.contains("source = \"fixture:/tmp/x.json\"  # a change needs a restart"),
@@ -811,9 +700,10 @@ notify-source = false
             shown.contains("max-age = 0.5  # a reload (SIGHUP) applies a change"),
             "{shown}"
         );
-        let d = defaults();
-        assert!(d.render().contains("# user is not set"));
-        assert_eq!(parse(&d.render()).unwrap(), d);
+        let d = RawSettings::default().render();
+        assert!(d.contains("# user is not set"), "{d}");
+        assert!(d.contains("max-age = 5  #"), "{d}");
+        assert_eq!(parse(&d).unwrap(), defaults());
     }
 
     #[test]
@@ -821,7 +711,7 @@ notify-source = false
         let shown = bad("# c\n\nmax-age = -1\n", "max-age", 3);
         assert_eq!(
             shown,
-            "/etc/memstat-agentx.toml:3: key `max-age`: must be a positive number of seconds"
+            "/etc/memstat-agentx.toml:3: key `max-age`: -1: must be a number of seconds from 1e-9 to 86400"
         );
         let m = bad("source = \"auto\"\nmax-size = 3\n", "max-size", 2);
         assert!(m.contains("unknown key") && m.contains("max-age"), "{m}");
@@ -844,13 +734,16 @@ notify-source = false
     fn wrong_types() {
         let m = bad("max-age = \"5\"\n", "max-age", 1);
         assert!(
-            m.contains("expected a number of seconds, found string"),
+            m.contains("expected a number of seconds, found the string \"5\""),
             "{m}"
         );
         let m = bad("\nagent-caps = \"yes\"\n", "agent-caps", 2);
-        assert!(m.contains("expected true or false, found string"), "{m}");
+        assert!(
+            m.contains("expected true or false, found the string \"yes\""),
+            "{m}"
+        );
         let m = bad("\n\n\nsource = 3\n", "source", 4);
-        assert!(m.contains("expected a string, found integer"), "{m}");
+        assert!(m.contains("expected a string, found 3"), "{m}");
         bad("user = [\"a\"]\n", "user", 1);
         bad("state-dir = true\n", "state-dir", 1);
         bad("log-target = 1\n", "log-target", 1);
@@ -869,11 +762,19 @@ notify-source = false
         }
         assert!(bad("max-age = nan\n", "max-age", 1).contains("NaN"));
         let m = bad("walk-window = inf\n", "walk-window", 1);
-        assert!(m.contains("inf seconds is too long"), "{m}");
+        assert!(
+            m.ends_with("inf: must be a number of seconds from 1e-9 to 86400"),
+            "{m}"
+        );
+        let m = bad("ping-interval = 1e-12\n", "ping-interval", 1);
+        assert!(
+            m.ends_with("1e-12: must be 0 (off) or a number of seconds from 1e-9 to 86400"),
+            "{m}"
+        );
         // Numbers are printed readably, not as 309 digits.
         let m = bad("max-age = 1e308\n", "max-age", 1);
         assert!(
-            m.contains("1e308 seconds is too long (at most 86400 seconds)"),
+            m.ends_with("1e308: must be a number of seconds from 1e-9 to 86400"),
             "{m}"
         );
         bad("walk-window = 0\n", "walk-window", 1);
@@ -891,18 +792,28 @@ notify-source = false
     fn backoff_order_blames_the_value_given_last() {
         let m = bad("backoff-max = 1\n\nbackoff-min = 3\n", "backoff-min", 3);
         assert!(
-            m.contains("3.0 s must not exceed backoff-max (1.0 s)"),
+            m.contains("backoff-min (3s) must not exceed backoff-max (1s)"),
             "{m}"
         );
         bad("\nbackoff-min = 3\n", "backoff-min", 2);
         let m = bad("\n\nbackoff-max = 0.1\n", "backoff-max", 3);
-        assert!(m.contains("at least backoff-min (0.25 s)"), "{m}");
+        assert!(
+            m.contains("backoff-min (250ms) must not exceed backoff-max (100ms)"),
+            "{m}"
+        );
         parse("backoff-min = 2\nbackoff-max = 2\n").unwrap();
         // A flag over the file's value is the one named.
         let e = with_args("backoff-min = 1\n", &[("backoff-max", "0.5")]).unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("--backoff-max"), "{e}");
-        assert!(e.message.contains("at least backoff-min (1.0 s)"), "{e}");
-        assert!(bad_arg("backoff-min", "5").contains("must not exceed backoff-max (2.0 s)"));
+        assert_eq!(
+            (&e.origin, e.key.as_deref()),
+            (&Origin::CommandLine, Some("backoff-max"))
+        );
+        assert!(
+            e.to_string()
+                .starts_with("command line: option `--backoff-max`: "),
+            "{e}"
+        );
+        assert!(bad_arg("backoff-min", "5").contains("(5s) must not exceed backoff-max (2s)"));
     }
 
     #[test]
@@ -970,7 +881,7 @@ notify-source = false
         for key in ["source", "state-dir", "agentx-socket", "user", "log-level"] {
             let prefix = if key == "source" { "fixture:" } else { "" };
             let m = bad(&format!("{key} = \"{prefix}/tmp/a\\u0000b\"\n"), key, 1);
-            assert!(m.contains("NUL") && m.contains("a\\\\0b"), "{m}");
+            assert!(m.contains("NUL") && m.contains("a\\0b"), "{m}");
             assert!(!m.contains('\0'), "{m:?}");
         }
     }
@@ -979,7 +890,7 @@ notify-source = false
     fn syntax_errors_have_lines() {
         let e = parse("source = \"auto\"\nmax-age = \n").unwrap_err();
         assert_eq!(
-            (e.line, e.key.as_deref()),
+            (line(&e), e.key.as_deref()),
             (Some(2), Some("max-age")),
             "{e}"
         );
@@ -989,9 +900,9 @@ notify-source = false
             "{e}"
         );
         let e = parse("max-age = 1\n\nmax-age = 2\n").unwrap_err();
-        assert_eq!(e.line, Some(3), "{e}");
+        assert_eq!(line(&e), Some(3), "{e}");
         let e = parse("\n\n[unterminated\n").unwrap_err();
-        assert_eq!(e.line, Some(3), "{e}");
+        assert_eq!(line(&e), Some(3), "{e}");
     }
 
     #[test]
@@ -1017,7 +928,7 @@ notify-source = false
         assert_eq!(
             e.to_string(),
             format!(
-                "{}:2: key `max-age`: must be a positive number of seconds",
+                "{}:2: key `max-age`: -2.5: must be a number of seconds from 1e-9 to 86400",
                 badf.display()
             )
         );
@@ -1042,7 +953,7 @@ notify-source = false
         std::fs::write(&badf, b"max-age = 1\n\xff\n").unwrap();
         let e = RawSettings::read_file(&badf).unwrap_err();
         assert_eq!(
-            (e.line, e.message.as_str()),
+            (line(&e), e.message.as_str()),
             (Some(2), "not UTF-8 text"),
             "{e}"
         );
@@ -1075,9 +986,9 @@ notify-source = false
         assert!(!c.agent_caps);
         assert_eq!(
             bad_arg("max-age", "-1"),
-            "must be a positive number of seconds"
+            "-1: must be a number of seconds from 1e-9 to 86400"
         );
-        assert!(bad_arg("max-age", "soon").contains("\"soon\" is not a number"));
+        assert!(bad_arg("max-age", "soon").ends_with("found the string \"soon\""));
         assert!(bad_arg("max-age", "NaN").contains("NaN"));
         assert!(bad_arg("source", "nope").contains("unknown source"));
         assert!(bad_arg("log-level", "loud").contains("unknown log level"));
@@ -1102,10 +1013,14 @@ notify-source = false
                 );
             }
             let m = bad(&format!("\n{key} = 1.5\n"), key, 2);
-            assert!(m.contains("expected a whole number, found float"), "{m}");
+            let m = m.split_once(", found").unwrap();
+            assert_eq!(m.1, " 1.5", "{m:?}");
+            assert!(m
+                .0
+                .ends_with(&format!("expected a whole number from {lo} to {hi}")));
             bad(&format!("{key} = \"20\"\n"), key, 1);
-            assert!(bad_arg(key, "many").contains("\"many\" is not a whole number"));
-            assert!(bad_arg(key, "2.5").contains("is not a whole number"));
+            assert!(bad_arg(key, "many").ends_with("found the string \"many\""));
+            assert!(bad_arg(key, "2.5").ends_with("found 2.5"));
         }
         let c = with_args(
             "",
@@ -1130,7 +1045,7 @@ notify-source = false
         bad("watch-interval = -1\n", "watch-interval", 1);
         bad("watch-interval = 1e9\n", "watch-interval", 1);
         bad("notify-holdoff = \"5m\"\n", "notify-holdoff", 1);
-        assert!(bad_arg("watch-interval", "soon").contains("not a number"));
+        assert!(bad_arg("watch-interval", "soon").contains("expected a number of seconds"));
         let c = with_args(
             "",
             &[
@@ -1154,12 +1069,12 @@ notify-source = false
             3,
         );
         assert!(
-            m.contains("10 points must be below notify-limit-percent (10)"),
+            m.contains("notify-limit-hysteresis (10) must be below notify-limit-percent (10)"),
             "{m}"
         );
         let m = bad("\nnotify-limit-percent = 4\n", "notify-limit-percent", 2);
         assert!(
-            m.contains("4 must be above notify-limit-hysteresis (5 points)"),
+            m.contains("notify-limit-hysteresis (5) must be below notify-limit-percent (4)"),
             "{m}"
         );
         let e = with_args(
@@ -1167,22 +1082,25 @@ notify-source = false
             &[("notify-limit-hysteresis", "60")],
         )
         .unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("--notify-limit-hysteresis"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("command line: option `--notify-limit-hysteresis`"),
+            "{e}"
+        );
         parse("notify-limit-percent = 6\nnotify-limit-hysteresis = 5\n").unwrap();
     }
 
     #[test]
     fn restart_only_settings_are_named() {
-        let old = defaults();
-        let new = with_args(
+        let old = RawSettings::default();
+        let new = raw_with_args(
             "",
             &[
                 ("max-age", "1"),
                 ("source", "freebsd"),
                 ("log-target", "syslog"),
             ],
-        )
-        .unwrap();
+        );
         assert_eq!(old.needs_restart(&new), ["source", "log-target"]);
         assert!(old.needs_restart(&old).is_empty());
     }

@@ -4,7 +4,7 @@ use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand,
 use memstat_agentx::agent::{Agent, AgentSettings, WatchSettings};
 use memstat_agentx::agentx::session::{Control, SessionConfig, Subagent};
 use memstat_agentx::config::{
-    Config, ConfigError, Kind, RawSettings, DEFAULT_CONFIG_PATH, SETTINGS,
+    Config, ConfigError, RawSettings, Rule, DEFAULT_CONFIG_PATH, SETTINGS,
 };
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{Snapshot, Source, SourceKind};
@@ -67,36 +67,36 @@ impl Args for SettingArgs {
             .help("Configuration file (default: the conventional path, if it exists)");
         SETTINGS
             .iter()
-            .fold(cmd.arg(config), |cmd, s| match s.kind {
-                Kind::Switch => {
+            .fold(cmd.arg(config), |cmd, s| match s.rule {
+                Rule::Switch => {
                     let no = negated(s.key);
                     cmd.arg(
                         Arg::new(s.key)
                             .long(s.key)
                             .action(ArgAction::SetTrue)
-                            .help(s.summary())
+                            .help(s.help)
                             .overrides_with(no),
                     )
                     .arg(
                         Arg::new(no)
                             .long(no)
                             .action(ArgAction::SetTrue)
-                            .help(negated_help(s.summary()))
+                            .help(negated_help(s.help))
                             .overrides_with(s.key),
                     )
                 }
-                Kind::Seconds | Kind::Number | Kind::Text => cmd.arg(
+                Rule::Seconds { .. } | Rule::Whole { .. } | Rule::Text => cmd.arg(
                     Arg::new(s.key)
                         .long(s.key)
-                        .value_name(match s.kind {
-                            Kind::Seconds => "SECONDS",
-                            Kind::Number => "N",
+                        .value_name(match s.rule {
+                            Rule::Seconds { .. } => "SECONDS",
+                            Rule::Whole { .. } => "N",
                             _ => "VALUE",
                         })
                         .value_parser(clap::value_parser!(String))
                         // --max-age -1 is a value (refused by the setting), not an unknown flag.
                         .allow_negative_numbers(true)
-                        .help(s.summary()),
+                        .help(s.help),
                 ),
             })
     }
@@ -110,13 +110,13 @@ impl FromArgMatches for SettingArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut raw = RawSettings::default();
         for s in SETTINGS {
-            match s.kind {
-                Kind::Switch if m.get_flag(s.key) => raw.set_arg(s.key, "true".into()),
-                Kind::Switch if m.get_flag(&format!("no-{}", s.key)) => {
+            match s.rule {
+                Rule::Switch if m.get_flag(s.key) => raw.set_arg(s.key, "true".into()),
+                Rule::Switch if m.get_flag(&format!("no-{}", s.key)) => {
                     raw.set_arg(s.key, "false".into())
                 }
-                Kind::Switch => {}
-                Kind::Seconds | Kind::Number | Kind::Text => {
+                Rule::Switch => {}
+                Rule::Seconds { .. } | Rule::Whole { .. } | Rule::Text => {
                     if let Some(v) = m.get_one::<String>(s.key) {
                         raw.set_arg(s.key, v.clone());
                     }
@@ -143,14 +143,14 @@ impl SettingArgs {
     }
 
     /// The file's values, then the options', converted once: what `run`, `check-config`
-    /// and a reload all use.
-    fn load(&self) -> Result<Config, ConfigError> {
+    /// and a reload all use. The raw settings come along, to show and compare them.
+    fn load(&self) -> Result<(Config, RawSettings), ConfigError> {
         let mut raw = match self.config_path() {
             Some(p) => RawSettings::read_file(&p)?,
             None => RawSettings::default(),
         };
         raw.merge(self.raw.clone());
-        raw.convert()
+        Ok((raw.convert()?, raw))
     }
 }
 
@@ -188,7 +188,7 @@ fn main() -> ExitCode {
                 print_err(&format!("warning: {w}"));
             }
             match verdict {
-                Ok(cfg) => print_out(&cfg.render()),
+                Ok(effective) => print_out(&effective),
                 Err(e) => {
                     print_err(&e);
                     ExitCode::FAILURE
@@ -304,8 +304,8 @@ fn check_config(
     args: &SettingArgs,
     run_as: Option<&str>,
     warnings: &mut Vec<String>,
-) -> Result<Config, String> {
-    let cfg = args.load().map_err(|e| e.to_string())?;
+) -> Result<String, String> {
+    let (cfg, raw) = args.load().map_err(|e| e.to_string())?;
     let started_as = run_as
         .map(|u| privdrop::lookup_user(u).map_err(|e| format!("--run-as: {e}")))
         .transpose()?;
@@ -327,7 +327,7 @@ fn check_config(
             ));
         }
     }
-    Ok(cfg)
+    Ok(raw.render())
 }
 
 /// As the starting user, what run does before it switches: connect to syslog and open the
@@ -448,7 +448,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
     // The file is chosen once: if the default file later vanishes, a reload is refused
     // rather than falling back to the defaults.
     args.config = args.config_path();
-    let cfg = args.load().map_err(|e| e.to_string())?;
+    let (cfg, raw) = args.load().map_err(|e| e.to_string())?;
     logging::init(cfg.log_target, cfg.log_level)?;
     let (session_cfg, agent_settings) = session_config(&cfg);
 
@@ -495,7 +495,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
             cfg.source,
             cfg.agentx_socket
         );
-        tokio::spawn(signals(args, cfg, tx));
+        tokio::spawn(signals(args, (cfg, raw), tx));
         subagent.run(rx).await;
     });
     tracing::info!("exiting");
@@ -506,7 +506,11 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
 /// configuration and applies what a reload can (config::Reload), or keeps the old one if
 /// the new one is refused. The file is read and the user looked up on a thread of their
 /// own, so a slow file system or user database never holds up the session or a shutdown.
-async fn signals(args: SettingArgs, mut current: Config, tx: tokio::sync::mpsc::Sender<Control>) {
+async fn signals(
+    args: SettingArgs,
+    (mut current, started): (Config, RawSettings),
+    tx: tokio::sync::mpsc::Sender<Control>,
+) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut hup), Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::hangup()),
@@ -516,9 +520,9 @@ async fn signals(args: SettingArgs, mut current: Config, tx: tokio::sync::mpsc::
         tracing::error!("cannot install signal handlers");
         return;
     };
-    // What a reload cannot change stays as the daemon started.
-    let started = current.clone();
-    let mut loading: Option<tokio::sync::oneshot::Receiver<Result<Config, ConfigError>>> = None;
+    // What a reload cannot change stays as the daemon started (`started`).
+    type Loaded = Result<(Config, RawSettings), ConfigError>;
+    let mut loading: Option<tokio::sync::oneshot::Receiver<Loaded>> = None;
     loop {
         let loaded = async {
             match loading.as_mut() {
@@ -545,8 +549,8 @@ async fn signals(args: SettingArgs, mut current: Config, tx: tokio::sync::mpsc::
             result = loaded => {
                 loading = None;
                 match result {
-                    Some(Ok(new)) => {
-                        let unchanged = started.needs_restart(&new);
+                    Some(Ok((new, new_raw))) => {
+                        let unchanged = started.needs_restart(&new_raw);
                         if !unchanged.is_empty() {
                             tracing::warn!("{} changed: a restart applies that", unchanged.join(", "));
                         }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use memstat_agentx::config::{Kind, Reload, SETTINGS};
+use memstat_agentx::config::{Reload, Rule, SETTINGS};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -212,13 +212,13 @@ fn cases(dir: &Path) -> Vec<Case> {
             "negative max-age flag",
             None,
             &["--max-age", "-1"],
-            "option `--max-age`: must be a positive",
+            "option `--max-age`: -1: must be a number of seconds",
         ),
         refuse(
             "max-age 1e308",
             Some("max-age = 1e308\n"),
             &[],
-            "1e308 seconds is too long",
+            "1e308: must be a number of seconds from 1e-9 to 86400",
         ),
         refuse(
             "misspelt key",
@@ -230,7 +230,7 @@ fn cases(dir: &Path) -> Vec<Case> {
             "backoff order",
             Some("backoff-min = 3\nbackoff-max = 1\n"),
             &[],
-            ":1: key `backoff-min`",
+            ":2: key `backoff-max`: backoff-min (3s) must not exceed",
         ),
         refuse(
             "missing linux file",
@@ -411,8 +411,8 @@ fn the_docs_list_every_setting() {
     let mut missing = Vec::new();
     for s in SETTINGS {
         let key = s.key;
-        let option = match s.kind {
-            Kind::Switch => format!("Fl -no-{key}"),
+        let option = match s.rule {
+            Rule::Switch => format!("Fl -no-{key}"),
             _ => format!(".It Fl -{key}"),
         };
         let documented_option = man.contains(&option) || man.contains(&format!("Fl -{key} Ar"));
