@@ -258,8 +258,7 @@ fn with_user_the_daemon_reads_slabinfo_unprivileged_and_reconnects() {
 /// A configuration file replaced by a FIFO, then SIGHUP: the reload is refused without
 /// waiting for a writer, walks go on, and SIGTERM still ends the daemon at once. A change
 /// of a setting a reload cannot apply is logged as such. (The FIFO is refused before any
-/// read could block; that the reload also runs off the runtime thread, for a slow file
-/// system or user database, is not shown here: no test can stall either on demand.)
+/// read could block; a reload that does block is the next test.)
 #[test]
 fn sighup_with_a_fifo_for_a_config_never_blocks() {
     let dir = tempfile::tempdir().unwrap();
@@ -372,4 +371,99 @@ fn sighup_during_start_up_is_not_fatal() {
     );
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// The wrapper that gives the daemon a mount namespace of its own in which /etc/passwd is
+/// `fifo`: the first user lookup opens a FIFO with no writer and hangs there, as it would on
+/// a user database that never answers. `None` when this machine cannot (not root, or no
+/// mount namespaces), said by the caller.
+fn hanging_user_database(fifo: &std::path::Path) -> Option<Vec<String>> {
+    let wrapper: Vec<String> = [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "mount --bind \"$0\" /etc/passwd && exec \"$@\"",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([fifo.display().to_string()])
+    .collect();
+    let probe = Command::new(&wrapper[0])
+        .args(&wrapper[1..])
+        .arg("true")
+        .output()
+        .ok()?;
+    probe.status.success().then_some(wrapper)
+}
+
+/// A reload that hangs: the new file sets `user`, and the user database never answers (see
+/// [`hanging_user_database`]). The reload's thread waits; the session does not: walks are
+/// answered all along, a second SIGHUP is refused as the first is still loading, and SIGTERM
+/// ends the daemon at once. Run on the runtime thread, the same lookup stops every walk.
+#[test]
+fn a_reload_hung_on_the_user_database_holds_up_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("passwd");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let Some(wrapper) = hanging_user_database(&fifo) else {
+        eprintln!("SKIPPED: needs root and mount namespaces (unshare -m, mount --bind)");
+        return;
+    };
+    let src = fixture_setup(dir.path(), 100);
+    let conf = dir.path().join("memstat-agentx.toml");
+    std::fs::write(&conf, format!("source = \"{src}\"\n")).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
+    let args = ["--config", conf.to_str().unwrap(), "--state-dir", &state];
+    let mut daemon = Daemon::start_wrapped(&snmpd, &wrapper, &args);
+    let hup = |daemon: &Daemon| {
+        let pid = daemon.pid().to_string();
+        assert!(Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    std::fs::write(&conf, format!("source = \"{src}\"\nuser = \"nobody\"\n")).unwrap();
+    hup(&daemon);
+    // For two seconds, with the lookup hanging, every Get is answered at once.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        let asked = Instant::now();
+        assert_eq!(allocs_of_row1(snmpd.port), "100", "{}", daemon.log_text());
+        assert!(
+            asked.elapsed() < Duration::from_millis(500),
+            "{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = daemon.log_text();
+    assert!(
+        !log.contains("configuration not reloaded"),
+        "the lookup returned: {log}"
+    );
+    hup(&daemon);
+    let t0 = Instant::now();
+    while !daemon
+        .log_text()
+        .contains("SIGHUP ignored: the previous reload is still reading")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = daemon
+        .signal_and_wait("TERM", Duration::from_secs(1))
+        .expect("still running 1 s after SIGTERM");
+    assert!(status.success(), "{status}");
 }

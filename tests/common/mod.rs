@@ -228,6 +228,8 @@ impl Drop for Snmpd {
 pub struct Daemon {
     child: Option<Child>,
     pub log: PathBuf,
+    /// A command that execs the daemon (its arguments follow), as `unshare` does; or none.
+    wrapper: Vec<String>,
     args: Vec<String>,
 }
 
@@ -240,8 +242,24 @@ impl Daemon {
         d
     }
 
+    /// Starts the daemon through `wrapper`, a command that ends by exec'ing the daemon with
+    /// the arguments that follow it (so the pid is the daemon's), and waits as [`Self::start`].
+    pub fn start_wrapped(snmpd: &Snmpd, wrapper: &[&str], args: &[&str]) -> Daemon {
+        let mut d = Daemon::new(snmpd, args);
+        d.wrapper = wrapper.iter().map(|s| s.to_string()).collect();
+        d.launch();
+        d.wait_registered(snmpd.port);
+        d
+    }
+
     /// Starts the daemon without waiting for it to register (the master may be down).
     pub fn spawn(snmpd: &Snmpd, args: &[&str]) -> Daemon {
+        let mut d = Daemon::new(snmpd, args);
+        d.launch();
+        d
+    }
+
+    fn new(snmpd: &Snmpd, args: &[&str]) -> Daemon {
         let mut all = vec![
             "run".to_string(),
             "--agentx-socket".into(),
@@ -250,18 +268,25 @@ impl Daemon {
             "debug".into(),
         ];
         all.extend(args.iter().map(|s| s.to_string()));
-        let mut d = Daemon {
+        Daemon {
             child: None,
             log: snmpd.dir.join(format!("daemon-{}.log", free_port())),
+            wrapper: Vec::new(),
             args: all,
-        };
-        d.launch();
-        d
+        }
     }
 
     fn launch(&mut self) {
         let log = std::fs::File::create(&self.log).unwrap();
-        let child = Command::new(bin())
+        let mut cmd = match self.wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(bin());
+                c
+            }
+            None => Command::new(bin()),
+        };
+        let child = cmd
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
