@@ -14,12 +14,13 @@
 //! problems are fatal ([`IndexError::is_fatal`]): a state file over [`STATE_FILE_CAP`] and
 //! one that is not a regular file. Rebuilding either would renumber every row.
 
+use crate::boundedfile::{self, FileError};
 use crate::memstat::{Allocator, MemoryType, TypeKey};
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -461,81 +462,42 @@ impl StableIndexes {
     }
 }
 
-/// What a file that is not a regular file is, for [`IndexError::NotRegular`].
-fn describe(t: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() || t.is_char_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// The state file's bytes, at most `cap` of them; `None` when there is no file.
 ///
-/// Opened with O_NOFOLLOW (a planted link is not followed) and O_NONBLOCK (a FIFO cannot
-/// hang the open), then checked with fstat: only a regular file is read.
+/// Read by [`boundedfile::read`] with O_NOFOLLOW: a planted link is not followed, a FIFO
+/// cannot hang the open, and only a regular file is read.
 fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, IndexError> {
     let read_error = |source| IndexError::Read {
         path: path.to_owned(),
         source,
     };
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            // ELOOP on Linux, EMLINK on FreeBSD: tell a link from other failures by looking.
-            return Err(match std::fs::symlink_metadata(path) {
-                Ok(m) if m.file_type().is_symlink() => IndexError::NotRegular {
-                    path: path.to_owned(),
-                    what: "a symbolic link",
-                },
-                _ => read_error(e),
-            });
-        }
+    let not_regular = |what| IndexError::NotRegular {
+        path: path.to_owned(),
+        what,
     };
-    let meta = file.metadata().map_err(read_error)?;
-    if meta.is_dir() {
+    match boundedfile::read(path, libc::O_NOFOLLOW, cap) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(FileError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        // O_NOFOLLOW on a link fails with ELOOP on Linux, EMLINK on FreeBSD; either can also
+        // mean something else, so a link is told apart by looking.
+        Err(FileError::Io(e)) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EMLINK)) => {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => Err(not_regular("a symbolic link")),
+                _ => Err(read_error(e)),
+            }
+        }
+        Err(FileError::Io(e)) => Err(read_error(e)),
         // Kept as a read error, as before: a directory cannot hang or be written through.
-        return Err(read_error(std::io::Error::new(
+        Err(FileError::NotRegular("a directory")) => Err(read_error(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "is a directory",
-        )));
-    }
-    if !meta.is_file() {
-        return Err(IndexError::NotRegular {
+        ))),
+        Err(FileError::NotRegular(what)) => Err(not_regular(what)),
+        Err(FileError::TooLarge { cap }) => Err(IndexError::TooLarge {
             path: path.to_owned(),
-            what: describe(meta.file_type()),
-        });
+            cap,
+        }),
     }
-    let too_large = || IndexError::TooLarge {
-        path: path.to_owned(),
-        cap,
-    };
-    if meta.len() > cap {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // One byte past the cap tells a file that grew since fstat.
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > cap {
-        return Err(too_large());
-    }
-    Ok(Some(bytes))
 }
 
 /// The entries of the state file at `path`, in file order; none when there is no file.
@@ -1074,6 +1036,14 @@ mod tests {
             "{problems:?}"
         );
         assert!(problems[0].is_fatal());
+        // A device: named by its kind, never read (/dev/zero would never end).
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), STATE_FILE_CAP),
+            Err(IndexError::NotRegular {
+                what: "a character device",
+                ..
+            })
+        ));
     }
 
     #[test]

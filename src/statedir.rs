@@ -88,9 +88,9 @@ pub fn lock(dir: &Path) -> Result<StateLock, LockError> {
         .open(&path)
         .map_err(unusable)?;
     let meta = file.metadata().map_err(unusable)?;
-    if !meta.is_file() {
+    if let Some(kind) = crate::boundedfile::not_regular(&meta) {
         return Err(LockError::Unusable(format!(
-            "{} is not a regular file; cannot take the state directory's lock",
+            "{} is {kind}, not a regular file; cannot take the state directory's lock",
             path.display()
         )));
     }
@@ -214,6 +214,12 @@ mod tests {
             .status()
             .unwrap()
             .success());
-        assert!(matches!(lock(dir.path()), Err(LockError::Unusable(_))));
+        match lock(dir.path()) {
+            Err(LockError::Unusable(e)) => assert!(
+                e.contains("is a FIFO, not a regular file") && e.contains(LOCK_FILE),
+                "{e}"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! real dump can be replayed on another host, and hosts whose kernel data cannot be read can
 //! still run the daemon.
 
+use super::source::{file_error, open_regular};
 use super::{Snapshot, SourceError};
+use crate::boundedfile::FileError;
 use serde::Deserialize as _;
 use std::io::Read as _;
 use std::path::Path;
@@ -13,22 +15,24 @@ use std::path::Path;
 pub const MAX_FIXTURE_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Reads and parses a fixture file. Anything but a regular file is refused (see
-/// [`super::source`]), and so is a file larger than [`MAX_FIXTURE_BYTES`].
+/// [`crate::boundedfile`]), and so is a file larger than [`MAX_FIXTURE_BYTES`].
 pub fn read(path: &Path) -> Result<Snapshot, SourceError> {
     let what = path.display().to_string();
-    let (file, meta) = super::source::open_regular(path, "fixture file")?;
-    if meta.len() > MAX_FIXTURE_BYTES {
-        return Err(super::source::too_large(&what, MAX_FIXTURE_BYTES));
+    let (file, meta) = open_regular(path, "fixture file")?;
+    let cap = MAX_FIXTURE_BYTES;
+    let too_large = || file_error(&what, "", FileError::TooLarge { cap });
+    if meta.len() > cap {
+        return Err(too_large());
     }
     // Parsed from a buffered reader, not from the file read whole: a large fixture (100,000
     // types is about 50 MiB of JSON) would otherwise double the daemon's peak memory. The
     // `take` bounds a file that grows while it is read; one byte past the cap tells a file
     // over the cap from one exactly at it.
-    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(MAX_FIXTURE_BYTES + 1));
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(cap + 1));
     let mut de = serde_json::Deserializer::from_reader(&mut reader);
     let parsed = Snapshot::deserialize(&mut de).and_then(|s| de.end().map(|()| s));
     if reader.get_ref().limit() == 0 {
-        return Err(super::source::too_large(&what, MAX_FIXTURE_BYTES));
+        return Err(too_large());
     }
     parsed.map_err(|e| json_error(e, &what))
 }

@@ -7,7 +7,7 @@
 //! A 2.1 line reads
 //! `name active_objs num_objs objsize objperslab pagesperslab : tunables l b s : slabdata active_slabs num_slabs sharedavail`.
 
-use super::source::{open_regular, read_capped};
+use super::source::{file_error, open_regular};
 use super::{Allocator, MemoryType, SourceError};
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
@@ -54,13 +54,8 @@ impl SlabinfoReader {
         self.file
             .seek(SeekFrom::Start(0))
             .map_err(|e| SourceError::from_io(&what, &e, "re-reading the open descriptor"))?;
-        read_capped(
-            &mut self.file,
-            MAX_SLABINFO_BYTES,
-            &what,
-            "re-reading the open descriptor",
-            &mut self.buf,
-        )?;
+        crate::boundedfile::read_capped(&mut self.file, MAX_SLABINFO_BYTES, &mut self.buf)
+            .map_err(|e| file_error(&what, "re-reading the open descriptor", e))?;
         let text = std::str::from_utf8(&self.buf).map_err(|e| SourceError::Malformed {
             what: what.clone(),
             location: format!("byte {}", e.valid_up_to()),

@@ -4,10 +4,9 @@
 //! before privileges are dropped) and then read at every refresh.
 
 use super::{assign_ordinals, fixture, linux, sysctl, MemoryType, MAX_CPU_INDEX};
+use crate::boundedfile::{self, FileError};
 use std::fmt;
 use std::fs::{File, Metadata};
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -81,108 +80,48 @@ impl SourceError {
     }
 }
 
-/// What kind of file `meta` describes, when it is not a regular file; `None` for a regular one.
-pub(crate) fn not_regular(meta: &Metadata) -> Option<&'static str> {
-    let t = meta.file_type();
-    if t.is_file() {
-        None
-    } else if t.is_fifo() {
-        Some("a FIFO")
-    } else if t.is_char_device() {
-        Some("a character device")
-    } else if t.is_block_device() {
-        Some("a block device")
-    } else if t.is_socket() {
-        Some("a socket")
-    } else if t.is_dir() {
-        Some("a directory")
-    } else {
-        Some("not a regular file")
+/// Kept for config.rs, which names the kind of a configuration file that is not regular,
+/// until it takes this from [`boundedfile`] itself.
+pub(crate) use crate::boundedfile::not_regular;
+
+/// A [`FileError`] about the file source `what`: I/O failures through
+/// [`SourceError::from_io`] with `hint`, refusals in the words memSourceLastError and the
+/// start-up errors have always used.
+pub(crate) fn file_error(what: &str, hint: &str, e: FileError) -> SourceError {
+    let message = match e {
+        FileError::Io(e) => return SourceError::from_io(what, &e, hint),
+        FileError::NotRegular(kind) => {
+            format!("is {kind}, not a regular file; a file source must be a regular file")
+        }
+        FileError::TooLarge { cap } => format!(
+            "larger than {} ({cap} bytes), the most this source reads; refused",
+            boundedfile::mib(cap)
+        ),
+    };
+    SourceError::Io {
+        what: what.to_string(),
+        message,
     }
 }
 
-/// The error for a file source that is not a regular file.
-fn refuse_not_regular(what: &str, kind: &str) -> SourceError {
-    SourceError::Io {
-        what: what.to_string(),
-        message: format!("is {kind}, not a regular file; a file source must be a regular file"),
-    }
+/// Opens a file source for reading with [`boundedfile::open`]: without blocking, and only a
+/// regular file.
+pub(crate) fn open_regular(path: &Path, hint: &str) -> Result<(File, Metadata), SourceError> {
+    boundedfile::open(path, 0).map_err(|e| file_error(&path.display().to_string(), hint, e))
 }
 
 /// Refuses `path` when it exists and is not a regular file, without opening it (a `stat`
 /// never blocks, an `open` of a FIFO does). A missing file is not refused here: a fixture may
 /// appear later, and the read will say it is missing.
-pub(crate) fn refuse_if_not_regular(path: &Path) -> Result<(), SourceError> {
-    match std::fs::metadata(path) {
-        Ok(m) => match not_regular(&m) {
-            Some(kind) => Err(refuse_not_regular(&path.display().to_string(), kind)),
-            None => Ok(()),
-        },
-        Err(_) => Ok(()),
+fn refuse_if_not_regular(path: &Path) -> Result<(), SourceError> {
+    let meta = std::fs::metadata(path).ok();
+    match meta.as_ref().and_then(not_regular) {
+        Some(kind) => {
+            let what = path.display().to_string();
+            Err(file_error(&what, "", FileError::NotRegular(kind)))
+        }
+        None => Ok(()),
     }
-}
-
-/// Opens a file source for reading, refusing anything but a regular file.
-///
-/// The open is non-blocking: opening a FIFO for reading would otherwise wait for a writer,
-/// forever, and that is the one call no timeout reaches. The descriptor is checked with
-/// `fstat` (not the path, which could be swapped in between) and a non-regular file is
-/// refused. O_NONBLOCK is left set: it has no effect on reads of a regular file, /proc files
-/// included. O_CLOEXEC is std's default.
-pub(crate) fn open_regular(path: &Path, hint: &str) -> Result<(File, Metadata), SourceError> {
-    let what = path.display().to_string();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| SourceError::from_io(&what, &e, hint))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| SourceError::from_io(&what, &e, hint))?;
-    if let Some(kind) = not_regular(&meta) {
-        return Err(refuse_not_regular(&what, kind));
-    }
-    Ok((file, meta))
-}
-
-/// A byte count for messages: "64 MiB".
-pub(crate) fn mib(n: u64) -> String {
-    format!("{} MiB", n / (1024 * 1024))
-}
-
-/// The error for a source larger than its cap.
-pub(crate) fn too_large(what: &str, cap: u64) -> SourceError {
-    SourceError::Io {
-        what: what.to_string(),
-        message: format!(
-            "larger than {} ({cap} bytes), the most this source reads; refused",
-            mib(cap)
-        ),
-    }
-}
-
-/// Reads `file` from its current offset to the end into `buf` (cleared first), but never
-/// more than `cap` bytes: a file that goes on (a growing file, a huge sparse one) is refused
-/// once it passes the cap instead of being read until memory runs out. Size-0 files such as
-/// /proc/slabinfo are read in full all the same, since the size is not trusted.
-pub(crate) fn read_capped(
-    file: &mut File,
-    cap: u64,
-    what: &str,
-    hint: &str,
-    buf: &mut Vec<u8>,
-) -> Result<(), SourceError> {
-    buf.clear();
-    // One byte more than the cap tells "exactly the cap" from "more than the cap".
-    file.take(cap + 1)
-        .read_to_end(buf)
-        .map_err(|e| SourceError::from_io(what, &e, hint))?;
-    if buf.len() as u64 > cap {
-        buf.clear();
-        buf.shrink_to(64 * 1024);
-        return Err(too_large(what, cap));
-    }
-    Ok(())
 }
 
 /// Which source to read, as given by `--source`.
@@ -372,20 +311,25 @@ mod tests {
     }
 
     #[test]
-    fn reads_are_capped() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        std::fs::write(&p, [b'x'; 100]).unwrap();
-        let (mut f, _) = open_regular(&p, "x").unwrap();
-        let mut buf = Vec::new();
-        read_capped(&mut f, 100, "f", "x", &mut buf).unwrap();
-        assert_eq!(buf.len(), 100, "exactly the cap is fine");
-        let (mut f, _) = open_regular(&p, "x").unwrap();
-        let e = read_capped(&mut f, 99, "f", "x", &mut buf)
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("f: ") && e.contains("99 bytes"), "{e}");
-        assert!(buf.is_empty());
+    fn refusals_keep_the_source_wording() {
+        let e = file_error("f", "x", FileError::TooLarge { cap: 64 << 20 }).to_string();
+        assert_eq!(
+            e,
+            "f: larger than 64 MiB (67108864 bytes), the most this source reads; refused"
+        );
+        let e = file_error("f", "x", FileError::NotRegular("a socket")).to_string();
+        assert_eq!(
+            e,
+            "f: is a socket, not a regular file; a file source must be a regular file"
+        );
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            file_error("f", "run as root", FileError::Io(denied)),
+            SourceError::PermissionDenied {
+                what: "f".into(),
+                hint: "run as root".into()
+            }
+        );
     }
 
     #[test]
