@@ -80,9 +80,7 @@ impl SourceError {
     }
 }
 
-/// Kept for config.rs, which names the kind of a configuration file that is not regular,
-/// until it takes this from [`boundedfile`] itself.
-pub(crate) use crate::boundedfile::not_regular;
+use crate::boundedfile::not_regular;
 
 /// A [`FileError`] about the file source `what`: I/O failures through
 /// [`SourceError::from_io`] with `hint`, refusals in the words memSourceLastError and the
