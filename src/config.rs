@@ -69,6 +69,12 @@ macro_rules! settings {
             fn convert_each(raw: &RawSettings) -> Result<Config, ConfigError> {
                 Ok(Config { $( $field: raw.convert_one($key, $rule, $default)?, )+ })
             }
+
+            /// The settings whose change to `new` a reload cannot apply.
+            pub fn needs_restart(&self, new: &Config) -> Vec<&'static str> {
+                let changed = [$( (Reload::$reload, $key, self.$field != new.$field), )+];
+                changed.iter().filter(|c| c.0 == Reload::Restart && c.2).map(|c| c.1).collect()
+            }
         }
     };
 }
@@ -330,33 +336,24 @@ impl RawSettings {
         }
         out
     }
-
-    /// The settings whose change from these to `new` a reload cannot apply.
-    pub fn needs_restart(&self, new: &RawSettings) -> Vec<&'static str> {
-        let value = |raw: &RawSettings, s: &Setting| raw.value(s.key, s.rule, s.default).0;
-        let restart = SETTINGS.iter().filter(|s| s.reload == Reload::Restart);
-        restart
-            .filter(|s| value(self, s) != value(new, s))
-            .map(|s| s.key)
-            .collect()
-    }
 }
 
 /// A value written as text, an option's or a default, as the TOML value it stands for: a
-/// number for a number's rule when it reads as one, true or false for a switch; otherwise the
-/// string, which the conversion then refuses with the text in its message.
+/// number (a whole one for a whole-number rule) when it reads as one, true or false for a
+/// switch; otherwise the string, which the conversion then refuses with the text as written.
 fn as_toml(rule: Rule, text: String) -> Value {
     let t = text.trim();
-    let number = || {
-        t.parse()
+    let parsed = match rule {
+        Seconds { .. } => t
+            .parse()
             .map(Value::Integer)
             .or_else(|_| t.parse().map(Value::Float))
+            .ok(),
+        Whole { .. } => t.parse().map(Value::Integer).ok(),
+        Switch => t.parse().map(Value::Boolean).ok(),
+        Text => None,
     };
-    match rule {
-        Seconds { .. } | Whole { .. } => number().unwrap_or(Value::String(text)),
-        Switch => t.parse().map_or(Value::String(text), Value::Boolean),
-        Text => Value::String(text),
-    }
+    parsed.unwrap_or(Value::String(text))
 }
 
 /// A setting's type: how a raw value (`None`: unset) becomes one, by the setting's rule.
@@ -465,6 +462,7 @@ fn expected(what: &str, found: Option<&Value>) -> String {
     match found {
         None => format!("must be set to {what}"),
         Some(Value::String(s)) => format!("expected {what}, found the string {s:?}"),
+        Some(Value::Datetime(d)) => format!("expected {what}, found the date-time {d}"),
         Some(v @ (Value::Array(_) | Value::Table(_))) => {
             format!("expected {what}, found {}", v.type_str())
         }
@@ -732,6 +730,10 @@ notify-source = false
 
     #[test]
     fn wrong_types() {
+        let m = bad("max-age = 1979-05-27\n", "max-age", 1);
+        assert!(m.ends_with("expected a number of seconds, found the date-time 1979-05-27"));
+        let m = bad_arg("notify-limit-percent", "1e1");
+        assert!(m.ends_with("found the string \"1e1\""), "{m}");
         let m = bad("max-age = \"5\"\n", "max-age", 1);
         assert!(
             m.contains("expected a number of seconds, found the string \"5\""),
@@ -1020,7 +1022,7 @@ notify-source = false
                 .ends_with(&format!("expected a whole number from {lo} to {hi}")));
             bad(&format!("{key} = \"20\"\n"), key, 1);
             assert!(bad_arg(key, "many").ends_with("found the string \"many\""));
-            assert!(bad_arg(key, "2.5").ends_with("found 2.5"));
+            assert!(bad_arg(key, "2.5").ends_with("found the string \"2.5\""));
         }
         let c = with_args(
             "",
@@ -1092,8 +1094,8 @@ notify-source = false
 
     #[test]
     fn restart_only_settings_are_named() {
-        let old = RawSettings::default();
-        let new = raw_with_args(
+        let old = defaults();
+        let new = with_args(
             "",
             &[
                 ("max-age", "1"),
@@ -1101,7 +1103,11 @@ notify-source = false
                 ("log-target", "syslog"),
             ],
         );
-        assert_eq!(old.needs_restart(&new), ["source", "log-target"]);
+        assert_eq!(old.needs_restart(&new.unwrap()), ["source", "log-target"]);
         assert!(old.needs_restart(&old).is_empty());
+        // Two spellings of one value are no change.
+        let linux = |s: &str| parse(&format!("source = \"{s}\"")).unwrap();
+        let same = linux("linux").needs_restart(&linux("linux:/proc/slabinfo"));
+        assert!(same.is_empty(), "{same:?}");
     }
 }

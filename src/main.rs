@@ -448,7 +448,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
     // The file is chosen once: if the default file later vanishes, a reload is refused
     // rather than falling back to the defaults.
     args.config = args.config_path();
-    let (cfg, raw) = args.load().map_err(|e| e.to_string())?;
+    let (cfg, _) = args.load().map_err(|e| e.to_string())?;
     logging::init(cfg.log_target, cfg.log_level)?;
     let (session_cfg, agent_settings) = session_config(&cfg);
 
@@ -495,7 +495,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
             cfg.source,
             cfg.agentx_socket
         );
-        tokio::spawn(signals(args, (cfg, raw), tx));
+        tokio::spawn(signals(args, cfg, tx));
         subagent.run(rx).await;
     });
     tracing::info!("exiting");
@@ -506,11 +506,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
 /// configuration and applies what a reload can (config::Reload), or keeps the old one if
 /// the new one is refused. The file is read and the user looked up on a thread of their
 /// own, so a slow file system or user database never holds up the session or a shutdown.
-async fn signals(
-    args: SettingArgs,
-    (mut current, started): (Config, RawSettings),
-    tx: tokio::sync::mpsc::Sender<Control>,
-) {
+async fn signals(args: SettingArgs, mut current: Config, tx: tokio::sync::mpsc::Sender<Control>) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut hup), Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::hangup()),
@@ -520,7 +516,8 @@ async fn signals(
         tracing::error!("cannot install signal handlers");
         return;
     };
-    // What a reload cannot change stays as the daemon started (`started`).
+    // What a reload cannot change stays as the daemon started.
+    let started = current.clone();
     type Loaded = Result<(Config, RawSettings), ConfigError>;
     let mut loading: Option<tokio::sync::oneshot::Receiver<Loaded>> = None;
     loop {
@@ -549,8 +546,8 @@ async fn signals(
             result = loaded => {
                 loading = None;
                 match result {
-                    Some(Ok((new, new_raw))) => {
-                        let unchanged = started.needs_restart(&new_raw);
+                    Some(Ok((new, _))) => {
+                        let unchanged = started.needs_restart(&new);
                         if !unchanged.is_empty() {
                             tracing::warn!("{} changed: a restart applies that", unchanged.join(", "));
                         }
