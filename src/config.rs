@@ -296,7 +296,7 @@ impl RawSettings {
     /// The error for two settings that disagree: it names the one given last (see
     /// [`Origin`]), the first on a tie.
     fn blame(&self, keys: [&str; 2], why: String) -> ConfigError {
-        let [a, b] = keys.map(|k| (self.value(k, Text, None).1, k));
+        let [a, b] = keys.map(|k| (self.values.get(k).map_or(&Origin::Default, |v| &v.1), k));
         let (origin, key) = if b.0 > a.0 { b } else { a };
         origin.error(Some(key), why)
     }

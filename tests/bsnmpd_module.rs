@@ -227,6 +227,25 @@ fn served(h: &mut BsnmpHost) -> bool {
     l.len() == 1 && l[0].ty == "STRING"
 }
 
+/// A Notify's varbinds: sysUpTime.0 (`uptime`), snmpTrapOID.0 of the scripted
+/// notification, and one "hello" object.
+fn hello_notification(uptime: u32) -> Vec<VarBind> {
+    vec![
+        VarBind {
+            name: "1.3.6.1.2.1.1.3.0".parse().unwrap(),
+            value: Value::TimeTicks(uptime),
+        },
+        VarBind {
+            name: "1.3.6.1.6.3.1.1.4.1.0".parse().unwrap(),
+            value: Value::ObjectIdentifier("1.3.6.1.4.1.32473.7.0.1".parse().unwrap()),
+        },
+        VarBind {
+            name: "1.3.6.1.4.1.32473.7.1.1.0".parse().unwrap(),
+            value: Value::OctetString(b"hello".to_vec()),
+        },
+    ]
+}
+
 #[test]
 fn bsnmpd_host_serves_memstat_mib_as_net_snmp_does() {
     let (dir, snmpd, _daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
@@ -441,20 +460,7 @@ fn bsnmpd_host_administrative_pdus() {
     // A Notify becomes a trap to bsnmpd's sinks, without the leading sysUpTime.0.
     let e = with_loop(&mut h, || {
         let r = sub.admin(Payload::Notify {
-            varbinds: vec![
-                VarBind {
-                    name: "1.3.6.1.2.1.1.3.0".parse().unwrap(),
-                    value: Value::TimeTicks(5),
-                },
-                VarBind {
-                    name: "1.3.6.1.6.3.1.1.4.1.0".parse().unwrap(),
-                    value: Value::ObjectIdentifier("1.3.6.1.4.1.32473.7.0.1".parse().unwrap()),
-                },
-                VarBind {
-                    name: "1.3.6.1.4.1.32473.7.1.1.0".parse().unwrap(),
-                    value: Value::OctetString(b"hello".to_vec()),
-                },
-            ],
+            varbinds: hello_notification(5),
         });
         let caps = sub.admin(Payload::RemoveAgentCaps {
             id: "1.3.6.1.4.1.32473.7".parse().unwrap(),
@@ -1224,20 +1230,7 @@ fn bsnmpd_real_daemon_notify_reaches_snmptrapd_and_agentcaps_fill_sysortable() {
 
     // A Notify becomes a trap to bsnmpd's sinks, with bsnmpd's own sysUpTime.0.
     let e = sub.admin(Payload::Notify {
-        varbinds: vec![
-            VarBind {
-                name: "1.3.6.1.2.1.1.3.0".parse().unwrap(),
-                value: Value::TimeTicks(123_456_789),
-            },
-            VarBind {
-                name: "1.3.6.1.6.3.1.1.4.1.0".parse().unwrap(),
-                value: Value::ObjectIdentifier("1.3.6.1.4.1.32473.7.0.1".parse().unwrap()),
-            },
-            VarBind {
-                name: "1.3.6.1.4.1.32473.7.1.1.0".parse().unwrap(),
-                value: Value::OctetString(b"hello".to_vec()),
-            },
-        ],
+        varbinds: hello_notification(123_456_789),
     });
     assert_eq!(e, ResError::NO_ERROR);
     let got = traps.wait_for(".1.3.6.1.4.1.32473.7.0.1", 1, wait, "the Notify");

@@ -18,7 +18,6 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 const FRAGMENT: &str = "contrib/librenms/memstat-sensors.yaml";
@@ -49,24 +48,6 @@ const SENSOR_KEYS: &[&str] = &[
     "snmp_no_Ih_flag",
 ];
 const REQUIRED_KEYS: &[&str] = &["descr", "num_oid", "oid"];
-
-fn mibs() -> &'static str {
-    static DIRS: OnceLock<String> = OnceLock::new();
-    DIRS.get_or_init(mib_dirs)
-}
-
-fn translate(opts: &[&str], oid: &str) -> String {
-    need("snmptranslate", "snmp");
-    run_ok(
-        Command::new("snmptranslate")
-            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
-            .args(opts)
-            .arg(oid)
-            .env("MIBS", ""),
-    )
-    .trim()
-    .to_string()
-}
 
 /// The fragment, as the YAML parser LibreNMS's checks use would read it (via python3-yaml).
 fn fragment() -> serde_json::Value {

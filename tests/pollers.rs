@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
@@ -101,26 +100,6 @@ fn num(t: &MemoryType, col: &str) -> Option<u64> {
 // ------------------------------------------------------------------------------------------
 // Tools and helpers
 // ------------------------------------------------------------------------------------------
-
-/// `mib_dirs()`, computed once per test binary.
-fn mibs() -> &'static str {
-    static DIRS: OnceLock<String> = OnceLock::new();
-    DIRS.get_or_init(mib_dirs)
-}
-
-/// snmptranslate with MEMSTAT-MIB and the base MIBs loaded.
-fn translate(opts: &[&str], oid: &str) -> String {
-    need("snmptranslate", "snmp");
-    run_ok(
-        Command::new("snmptranslate")
-            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
-            .args(opts)
-            .arg(oid)
-            .env("MIBS", ""),
-    )
-    .trim()
-    .to_string()
-}
 
 /// The master's sysUpTime.0, in ticks.
 fn sys_uptime(port: u16) -> u64 {

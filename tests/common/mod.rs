@@ -22,28 +22,27 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_memstat-agentx")
 }
 
-/// Fails the test with a clear message when a required tool is missing.
-pub fn require_tool(tool: &str) {
-    let found = Command::new("sh")
+/// Whether `tool` is on PATH.
+fn on_path(tool: &str) -> bool {
+    Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()
         .map(|o| o.status.success())
-        .unwrap_or(false);
+        .unwrap_or(false)
+}
+
+/// Fails the test with a clear message when a required tool is missing.
+pub fn require_tool(tool: &str) {
     assert!(
-        found || Path::new(tool).exists(),
+        on_path(tool) || Path::new(tool).exists(),
         "{tool} is not installed: run .ci/run, or apt-get install snmpd snmp"
     );
 }
 
 /// Fails the test naming the Debian package to install when `tool` is not on PATH.
 pub fn need(tool: &str, package: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
     assert!(
-        found,
+        on_path(tool),
         "{tool} is not installed: apt-get install -y {package} (.ci/run installs it)"
     );
 }
@@ -97,6 +96,26 @@ pub fn mib_dirs() -> String {
         base_mibs(),
         env!("CARGO_MANIFEST_DIR")
     )
+}
+
+/// [`mib_dirs`], computed once per test binary.
+pub fn mibs() -> &'static str {
+    static DIRS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIRS.get_or_init(mib_dirs)
+}
+
+/// snmptranslate with MEMSTAT-MIB and the base MIBs loaded.
+pub fn translate(opts: &[&str], oid: &str) -> String {
+    need("snmptranslate", "snmp");
+    run_ok(
+        Command::new("snmptranslate")
+            .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+            .args(opts)
+            .arg(oid)
+            .env("MIBS", ""),
+    )
+    .trim()
+    .to_string()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
