@@ -37,7 +37,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::SnapshotStore;
-use walks::{Continuation, WalkTracker};
+use walks::{Continuation, Leave, WalkPolicy, WalkTracker};
 pub use watch::WatchSettings;
 use watch::Watcher;
 
@@ -106,6 +106,10 @@ pub struct Agent {
     last_sample: Instant,
     /// Notifications due, for the session to send or drop.
     pending: VecDeque<Notification>,
+    /// The generation of the snapshot that answered the last request's table cells, for
+    /// the contract's model check: names and allocators carry no figure that could say.
+    #[cfg(test)]
+    answered_from: Option<u64>,
 }
 
 impl Agent {
@@ -118,7 +122,7 @@ impl Agent {
         Agent {
             store: SnapshotStore::new(source_name, settings.max_age),
             rows: RowIdentity::new(indexes),
-            walks: WalkTracker::new(settings.walk_window),
+            walks: WalkTracker::new(settings.walk_window, settings.max_age, WalkPolicy::DEFAULT),
             scalars: DaemonScalars::new(now),
             settings,
             empty: Arc::new(MibView::empty()),
@@ -130,6 +134,8 @@ impl Agent {
             watcher: Watcher::new(),
             last_sample: now,
             pending: VecDeque::new(),
+            #[cfg(test)]
+            answered_from: None,
         }
     }
 
@@ -177,7 +183,8 @@ impl Agent {
     pub fn set_settings(&mut self, settings: AgentSettings) {
         self.settings = settings;
         self.store.set_max_age(settings.max_age);
-        self.walks.set_window(settings.walk_window);
+        self.walks
+            .set_timing(settings.walk_window, settings.max_age);
     }
 
     // --- the source ---------------------------------------------------------------------
@@ -203,13 +210,10 @@ impl Agent {
         self.walks.make_room(now)
     }
 
-    /// A walk that parked this recently is in progress: max-age, but at least 0.1 s (a
-    /// manager under load, or snmpd serving many, takes that long between two requests of
-    /// a walk) and at most 1 s.
+    /// A walk that parked this recently is in progress: max-age, but at least 0.1 s and
+    /// at most 1 s (see [`WalkPolicy`]).
     fn busy_after(&self) -> Duration {
-        self.settings
-            .max_age
-            .clamp(Duration::from_millis(100), Duration::from_secs(1))
+        self.walks.in_progress()
     }
 
     /// The caller starts reading the source now.
@@ -393,6 +397,10 @@ impl Agent {
         out: &mut Vec<u8>,
     ) -> Handled {
         out.clear();
+        #[cfg(test)]
+        {
+            self.answered_from = None;
+        }
         let ids = pdu.ids;
         let handled = match &pdu.payload {
             Payload::Get { ranges } => self.get(ids, ranges, now, may_read, out),
@@ -465,16 +473,19 @@ impl Agent {
         }
     }
 
-    /// The snapshot a new walk joins, if its first answer is an OID where a walk waits on a
-    /// snapshot no older than the freshness bound. Without this, a lone GetNext that
-    /// happens to stop where a parked walk stopped would leave a newer snapshot's park
-    /// there, and the parked walk could not be told from it.
+    /// The snapshot a new walk joins, if its first answer is an OID where a walk in
+    /// progress (one that parked there within the in-progress window) waits on a snapshot
+    /// no older than the freshness bound. A walk that starts where another just stopped
+    /// (pollers walking column after column) so shares its snapshot, and the two cannot be
+    /// told apart later. Only a walk in progress: while nothing walks, a new walk gets
+    /// figures no older than max-age, however recently a probe or a paused walk stopped
+    /// where it starts.
     fn join(&self, ranges: &[SearchRange], now: Instant) -> Option<Arc<MibView>> {
         let current = self.store.current()?;
         let bound = self.freshness_bound();
         ranges.iter().find_map(|r| {
             let first = current.get_next(r.start.as_slice(), r.include, r.end.as_slice())?;
-            self.walks.waiting_at(first.oid.as_slice(), now, bound)
+            self.walks.joinable(first.oid.as_slice(), now, bound)
         })
     }
 
@@ -520,7 +531,13 @@ impl Agent {
         for r in ranges {
             let oid = r.start.as_slice();
             let value = match &view {
-                Some(v) if !mib::is_scalar(oid) => v.get(oid),
+                Some(v) if !mib::is_scalar(oid) => {
+                    #[cfg(test)]
+                    {
+                        self.answered_from = Some(v.snapshot().generation);
+                    }
+                    v.get(oid)
+                }
                 _ => mib::scalar_get(
                     oid,
                     status.get_or_insert_with(|| self.scalars.status(&self.store, now)),
@@ -548,11 +565,15 @@ impl Agent {
         // Which snapshot: the one a walk parked at one of the starts is on, else the
         // newest. A request answered from the scalars alone needs no snapshot at all.
         let starts = ranges.iter().map(|r| r.start.as_slice());
-        let (continued, how) = self.walks.continuation(starts, ids.transaction_id, now);
+        let walks::Continued {
+            view: continued,
+            how,
+            turnaround,
+        } = self.walks.continuation(starts, ids.transaction_id, now);
         match how {
-            Continuation::None => {}
+            Continuation::None | Continuation::Lone => {}
             Continuation::Parked => self.stats.continued += 1,
-            Continuation::Repeated => self.stats.repeated += 1,
+            Continuation::Repeated | Continuation::WentBy => self.stats.repeated += 1,
             Continuation::Ambiguous => {
                 self.stats.ambiguous += 1;
                 tracing::debug!(
@@ -589,18 +610,28 @@ impl Agent {
         };
 
         // Only walks park, so that nothing else is ever taken for a walk waiting at the
-        // same OID (the others leave a mark that only their own transaction follows). Two
-        // kinds of request do not:
-        // - one that continues no walk and starts at instances: a lone GetNext (or a walk
-        //   resumed after its window);
-        // - one that starts where a walk already went on from: a re-sent request, whose
-        //   first answer parked already, or a lone GetNext that happened to start there.
-        let lone = match how {
-            Continuation::Repeated => true,
-            Continuation::None => ranges
-                .iter()
-                .all(|r| view.instance_of(r.start.as_slice()).is_some()),
-            Continuation::Parked | Continuation::Ambiguous => false,
+        // same OID. A request that continues no walk and starts at instances is a lone
+        // GetNext (or a walk resumed after its window): it leaves a mark that only the rest
+        // of its own request follows. One that starts where a walk went on just now is that
+        // walk, whose park a lone GetNext took: it parks. One that starts where a walk went
+        // by earlier is a re-sent request, such a walk after a pause, or a lone GetNext: it
+        // leaves a place a walk went by, so that the walk, if it is one, stays on this view
+        // (where no walk of another view waits), and it is no walk for anyone to be taken
+        // for.
+        let leave = match how {
+            Continuation::Lone => Leave::Mark,
+            Continuation::WentBy => Leave::WentBy,
+            Continuation::None
+                if ranges
+                    .iter()
+                    .all(|r| view.instance_of(r.start.as_slice()).is_some()) =>
+            {
+                Leave::Mark
+            }
+            Continuation::None
+            | Continuation::Parked
+            | Continuation::Ambiguous
+            | Continuation::Repeated => Leave::Park(turnaround),
         };
         let mut step = |from: &[u32], include: bool, end: &[u32]| -> Option<Step> {
             if mib::scalars_may_follow(from) {
@@ -680,13 +711,13 @@ impl Agent {
         for (j, (s, _)) in last.into_iter().enumerate() {
             parked[non_repeaters + j] = s.and_then(|s| s.instance);
         }
+        #[cfg(test)]
+        if parked.iter().any(Option::is_some) {
+            self.answered_from = Some(view.snapshot().generation);
+        }
         for instance in parked.iter().flatten() {
-            if lone {
-                self.walks
-                    .mark_lone(&view, *instance, ids.transaction_id, now);
-            } else {
-                self.walks.park(&view, *instance, ids.transaction_id, now);
-            }
+            self.walks
+                .leave(&view, *instance, ids.transaction_id, leave, now);
         }
         self.parked_scratch = parked;
         Handled::Reply
@@ -701,5 +732,9 @@ struct Step {
     instance: Option<u32>,
 }
 
+#[cfg(test)]
+mod contract_tests;
+#[cfg(test)]
+mod rig;
 #[cfg(test)]
 mod tests;

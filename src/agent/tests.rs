@@ -1,177 +1,9 @@
-//! The agent answering whole request streams, on a clock the tests control. The source is
-//! a closure whose every figure encodes the generation it was read at, so an answer that
-//! mixes snapshots shows.
+//! The agent answering whole request streams, on a clock the tests control (see `rig.rs`).
 
+use super::rig::*;
 use super::*;
-use crate::agentx::pdu::{Payload, Pdu};
-use crate::memstat::{Allocator, MemoryType};
+use crate::agentx::pdu::Payload;
 use crate::mib::MEMSTAT_MIB_ROOT;
-
-const ROWS: u32 = 40;
-
-/// A source that moves on to a new generation whenever the test says so.
-struct Kernel {
-    gen: u64,
-    reads: u64,
-}
-
-impl Kernel {
-    fn types(&mut self) -> Result<Vec<MemoryType>, SourceError> {
-        self.reads += 1;
-        Ok((0..ROWS)
-            .map(|i| {
-                let mut t = MemoryType::new(Allocator::Uma, format!("zone{i}"));
-                t.size = Some(self.gen * 1000 + u64::from(i));
-                t.in_use_count = Some(self.gen * 1000 + u64::from(i));
-                t.allocs = Some(self.gen * 1000 + u64::from(i));
-                t
-            })
-            .collect())
-    }
-}
-
-/// The generation a counter value was read at.
-fn gen_of(v: &Value) -> Option<u64> {
-    match v {
-        Value::Counter64(n) => Some(n / 1000),
-        _ => None,
-    }
-}
-
-struct Rig {
-    agent: Agent,
-    kernel: Kernel,
-    t0: Instant,
-    now: Instant,
-    txn: u32,
-    out: Vec<u8>,
-}
-
-fn col(c: u32, row: Option<u32>) -> Oid {
-    let mut v = MEMSTAT_MIB_ROOT.to_vec();
-    v.extend_from_slice(&[1, 2, 1, c]);
-    v.extend(row);
-    Oid(v)
-}
-
-fn range(start: Oid) -> SearchRange {
-    SearchRange {
-        start,
-        include: false,
-        end: Oid::null(),
-    }
-}
-
-impl Rig {
-    fn new(max_age_ms: u64, window_ms: u64) -> Rig {
-        let t0 = Instant::now();
-        let settings = AgentSettings {
-            notify: super::WatchSettings::default(),
-            max_age: Duration::from_millis(max_age_ms),
-            walk_window: Duration::from_millis(window_ms),
-        };
-        Rig {
-            agent: Agent::new("test".into(), StableIndexes::in_memory(), settings, t0),
-            kernel: Kernel { gen: 1, reads: 0 },
-            t0,
-            now: t0,
-            txn: 0,
-            out: Vec::new(),
-        }
-    }
-
-    fn advance(&mut self, ms: u64) {
-        self.now += Duration::from_millis(ms);
-    }
-
-    fn at_ms(&self) -> u64 {
-        self.now.duration_since(self.t0).as_millis() as u64
-    }
-
-    fn ask(&mut self, payload: Payload) -> Vec<(Oid, Value)> {
-        self.txn += 1;
-        self.ask_in(self.txn, payload)
-    }
-
-    /// Asks as part of SNMP request (AgentX transaction) `txn`.
-    fn ask_in(&mut self, txn: u32, payload: Payload) -> Vec<(Oid, Value)> {
-        let pdu = Pdu::with_ids(
-            HeaderIds {
-                session_id: 1,
-                transaction_id: txn,
-                packet_id: txn,
-            },
-            payload,
-        );
-        let kernel = &mut self.kernel;
-        let replied = self
-            .agent
-            .answer_blocking(&pdu, self.now, &mut self.out, &mut || kernel.types());
-        assert!(replied);
-        assert!(self.agent.live_views() <= walks::MAX_LIVE_VIEWS);
-        match Pdu::decode(&self.out).unwrap().payload {
-            Payload::Response { varbinds, .. } => {
-                varbinds.into_iter().map(|vb| (vb.name, vb.value)).collect()
-            }
-            p => panic!("not a Response: {p:?}"),
-        }
-    }
-
-    fn get_next(&mut self, from: &Oid) -> (Oid, Value) {
-        self.ask(Payload::GetNext {
-            ranges: vec![range(from.clone())],
-        })
-        .remove(0)
-    }
-
-    fn get_bulk(&mut self, from: &Oid, reps: u16) -> Vec<(Oid, Value)> {
-        self.ask(Payload::GetBulk {
-            non_repeaters: 0,
-            max_repetitions: reps,
-            ranges: vec![range(from.clone())],
-        })
-    }
-
-    fn get(&mut self, oid: &Oid) -> Value {
-        self.ask(Payload::Get {
-            ranges: vec![range(oid.clone())],
-        })
-        .remove(0)
-        .1
-    }
-
-    /// net-snmp's way of serving an SNMP GetBulk: one GetNext per repetition, all with the
-    /// transactionID of the SNMP request.
-    fn bulk_as_getnexts(&mut self, from: &Oid, reps: u32) -> Vec<(Oid, Value)> {
-        self.txn += 1;
-        let txn = self.txn;
-        let mut cur = from.clone();
-        let mut got = Vec::new();
-        for _ in 0..reps {
-            let (o, v) = self
-                .ask_in(
-                    txn,
-                    Payload::GetNext {
-                        ranges: vec![range(cur.clone())],
-                    },
-                )
-                .remove(0);
-            if v == Value::EndOfMibView {
-                break;
-            }
-            cur = o.clone();
-            got.push((o, v));
-        }
-        got
-    }
-}
-
-fn gens(vbs: &[(Oid, Value)]) -> Vec<u64> {
-    let mut g: Vec<u64> = vbs.iter().filter_map(|(_, v)| gen_of(v)).collect();
-    g.sort_unstable();
-    g.dedup();
-    g
-}
 
 /// The bug report's deterministic case, once with net-snmp's GetNext per repetition and
 /// once with a master that sends GetBulk.
@@ -231,10 +63,6 @@ impl Walker {
             })
             .collect()
     }
-}
-
-fn type_table() -> Oid {
-    Oid(col(2, None).0[..MEMSTAT_MIB_ROOT.len() + 2].to_vec())
 }
 
 /// One request of walker `w`. Returns the walk's duration and generations when it ended.
@@ -423,12 +251,6 @@ fn a_change_reaches_new_requests_within_the_bound() {
     r.tick_now();
     r.advance(max_age);
     assert_eq!(gen_of(&r.get(&row5)), Some(3));
-}
-
-impl Rig {
-    fn tick_now(&mut self) {
-        self.agent.tick(self.now);
-    }
 }
 
 /// Staleness: once the source moved on and nobody asked anything for max-age +

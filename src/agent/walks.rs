@@ -31,15 +31,46 @@ pub const MAX_LIVE_VIEWS: usize = 3;
 /// could overflow (after 5 days), and the parks move with it.
 const TICK_NS: u128 = 100_000;
 const EPOCH_SPAN: Duration = Duration::from_secs(4 * 86_400);
-/// How long a walk may go quiet and still keep its snapshot when all [`MAX_LIVE_VIEWS`] are
-/// in use and a refresh is due: longer than a manager's own retry of a lost request (1 s
-/// for net-snmp's tools). The last request of a finished walk parks like any other, and
-/// nothing tells a finished walk from a paused one; without this, walks that follow one
-/// another would each hold a view for a whole walk-window and keep new walks off fresh
-/// figures.
-pub const PAUSE_GRACE: Duration = Duration::from_secs(2);
-/// A walk that is moving asks again within this long of parking (see `pick_waiting`).
-pub const TURNAROUND: Duration = Duration::from_secs(1);
+
+/// The timing heuristics that tell walks apart, in one place. The master gives no walk
+/// identity, so these are guesses about how managers behave, tuned to net-snmp's tools and
+/// masters; they are not operator settings (ARCHITECTURE.md states the contract they keep).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WalkPolicy {
+    /// A walk that parked within its *in-progress window* is moving: it asks again within
+    /// about a round trip. The window is max-age, but at least `in_progress_min` (a manager
+    /// under load, or a master serving many, takes that long between two requests) and at
+    /// most `in_progress_max`. It is at once the quiet window of the freshness clause (no
+    /// walk parked within it: nothing walks), the age up to which a park may be joined by a
+    /// new walk, and the age below which two walks waiting at one OID are taken to come back
+    /// in the order they parked (see `choose`).
+    pub(crate) in_progress_min: Duration,
+    pub(crate) in_progress_max: Duration,
+    /// How long a walk may go quiet and still keep its snapshot when all [`MAX_LIVE_VIEWS`]
+    /// are in use and a refresh is due: longer than a manager's own retry of a lost request
+    /// (1 s for net-snmp's tools). The last request of a finished walk parks like any
+    /// other, and nothing tells a finished walk from a paused one; without this, walks that
+    /// follow one another would each hold a view for a whole walk-window and keep new walks
+    /// off fresh figures.
+    pub(crate) pause_grace: Duration,
+    /// A re-sent request comes within the manager's retry budget (net-snmp's tools: 1 s × 5
+    /// retries); a park that was continued from is remembered this long for it.
+    pub(crate) resend_window: Duration,
+}
+
+impl WalkPolicy {
+    pub(crate) const DEFAULT: WalkPolicy = WalkPolicy {
+        in_progress_min: Duration::from_millis(100),
+        in_progress_max: Duration::from_secs(1),
+        pause_grace: Duration::from_secs(2),
+        resend_window: Duration::from_secs(6),
+    };
+
+    /// The in-progress window for `max_age`.
+    pub(crate) fn in_progress(&self, max_age: Duration) -> Duration {
+        max_age.clamp(self.in_progress_min, self.in_progress_max)
+    }
+}
 /// Walks are remembered for a day at most, whatever the configuration says, so that the
 /// epoch can always move past them.
 const MAX_WINDOW: Duration = Duration::from_secs(86_400);
@@ -47,10 +78,18 @@ const MAX_WINDOW: Duration = Duration::from_secs(86_400);
 /// One instance's walk state.
 #[derive(Clone, Copy, Default)]
 struct Park {
-    /// Ticks from the epoch, plus one, of the last time a walk parked here; 0: never.
+    /// Ticks from the epoch, plus one, of the last time a walk parked here, or, once all
+    /// went on, of the last time one went on; 0: never.
     at: u32,
-    /// Walks that parked here and have not continued yet.
-    waiting: u16,
+    /// Walks that parked here and have not continued yet (saturating: 255 is plenty).
+    waiting: u8,
+    /// A walk parked here (else only requests that are no walk stopped here: a mark,
+    /// which only the rest of its own request follows).
+    walked: bool,
+    /// How long the walk that parked here last took to come back before, in ticks (0: not
+    /// known, a new walk). Two walks waiting at one OID on two views come back in the
+    /// order their turnarounds say (see [`choose`]).
+    turnaround: u16,
     /// The transactionID of the request that parked here last. Only a tie-breaker: a
     /// master that splits one SNMP request into several AgentX requests (net-snmp: one
     /// GetNext per repetition of a GetBulk) sends them all with one transactionID, so a
@@ -82,10 +121,9 @@ impl Hasher for InstanceHasher {
 
 type ParkMap = HashMap<u32, Park, BuildHasherDefault<InstanceHasher>>;
 
-/// A re-sent request comes within the manager's retry budget (net-snmp's tools: 1 s × 5
-/// retries); a park that was continued from is remembered this long for it.
-const RESEND_WINDOW: Duration = Duration::from_secs(6);
-/// Parks are pruned of what can no longer matter every this many parks.
+/// Parks are pruned of what can no longer matter every this many parks: often enough that
+/// a long walk's continued parks do not pile up between two prunes, rarely enough that the
+/// pass over the map costs nothing per request.
 const PRUNE_EVERY: u32 = 4096;
 
 struct Tracked {
@@ -96,7 +134,7 @@ struct Tracked {
     retired: Option<Instant>,
     epoch: Instant,
     /// Per instance of `view` where a walk parked: at most one entry per instance, and in
-    /// practice only the walks waiting and those that went on within [`RESEND_WINDOW`].
+    /// practice only the walks waiting and those that went on within the resend window.
     parks: ParkMap,
     newest_park: Option<Instant>,
     /// The last mark a request that is no walk left (see [`WalkTracker::mark_lone`]).
@@ -119,19 +157,18 @@ impl Tracked {
     }
 
     /// True when no walk and no request can come back to this view: no park within
-    /// `window`, no mark within [`RESEND_WINDOW`].
-    fn unused(&self, now: Instant, window: Duration) -> bool {
+    /// `window`, no mark within `resend` (the resend window, at most `window`).
+    fn unused(&self, now: Instant, window: Duration, resend: Duration) -> bool {
         let older =
             |t: Option<Instant>, d: Duration| t.map_or(true, |t| now.duration_since(t) >= d);
-        older(self.newest_park, window) && older(self.newest_mark, RESEND_WINDOW.min(window))
+        older(self.newest_park, window) && older(self.newest_mark, resend)
     }
 
     /// Drops the parks that can no longer matter: waiting ones older than `window`, and
-    /// continued ones older than [`RESEND_WINDOW`].
-    fn prune(&mut self, now: Instant, window: Duration) {
+    /// continued ones older than `resend`.
+    fn prune(&mut self, now: Instant, window: Duration, resend: Duration) {
         let stamp = self.stamp(now);
-        let ticks = |d: Duration| u32::try_from(d.as_nanos() / TICK_NS).unwrap_or(u32::MAX);
-        let (keep_waiting, keep_done) = (ticks(window), ticks(RESEND_WINDOW.min(window)));
+        let (keep_waiting, keep_done) = (ticks(window), ticks(resend));
         self.parks.retain(|_, p| {
             let age = stamp.saturating_sub(p.at);
             age < if p.waiting > 0 {
@@ -184,6 +221,11 @@ impl Tracked {
     }
 }
 
+/// A duration in park ticks.
+fn ticks(d: Duration) -> u32 {
+    u32::try_from(d.as_nanos() / TICK_NS).unwrap_or(u32::MAX)
+}
+
 /// How a continuation was decided, for the caller's statistics and logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Continuation {
@@ -194,28 +236,55 @@ pub enum Continuation {
     /// Walks on more than one view wait at the same OID (the residual case): see
     /// `pick_waiting` for which is taken to be the one asking.
     Ambiguous,
-    /// A walk parked there but already continued: a re-sent request, or a second manager
-    /// that stops at the very same OIDs on the same view.
+    /// A walk went on from there within the in-progress window: most likely a walk whose
+    /// park a lone GetNext took just before it came back. It continues on that view and
+    /// parks.
     Repeated,
+    /// A walk went on from there earlier in the resend window: a re-sent request, a walk
+    /// whose park a lone GetNext took and that paused, or a lone GetNext that starts where
+    /// a walk went by. Answered from that view, it leaves only [`Leave::WentBy`]: were
+    /// every such request to park, random GetNexts beside walkers would leave stand-ins
+    /// everywhere for walks of other snapshots to be taken for.
+    WentBy,
+    /// The rest of a request that is no walk (net-snmp sends a GetBulk's repetitions as
+    /// GetNexts with one transactionID): its view, and no park.
+    Lone,
 }
 
 /// The live views and the walks parked on them.
 pub struct WalkTracker {
     window: Duration,
+    policy: WalkPolicy,
+    /// `policy.in_progress(max_age)`.
+    in_progress: Duration,
+    /// The resend window, never longer than the walk-window.
+    resend: Duration,
     /// Oldest first; the last one is the current view.
     views: Vec<Tracked>,
 }
 
 impl WalkTracker {
-    pub fn new(window: Duration) -> WalkTracker {
-        WalkTracker {
-            window: window.min(MAX_WINDOW),
+    pub fn new(window: Duration, max_age: Duration, policy: WalkPolicy) -> WalkTracker {
+        let mut w = WalkTracker {
+            window: Duration::ZERO,
+            policy,
+            in_progress: Duration::ZERO,
+            resend: Duration::ZERO,
             views: Vec::with_capacity(MAX_LIVE_VIEWS),
-        }
+        };
+        w.set_timing(window, max_age);
+        w
     }
 
-    pub fn set_window(&mut self, window: Duration) {
+    pub fn set_timing(&mut self, window: Duration, max_age: Duration) {
         self.window = window.min(MAX_WINDOW);
+        self.in_progress = self.policy.in_progress(max_age);
+        self.resend = self.policy.resend_window.min(self.window);
+    }
+
+    /// A walk that parked this recently is in progress (see [`WalkPolicy`]).
+    pub fn in_progress(&self) -> Duration {
+        self.in_progress
     }
 
     /// Views alive now, the current one included.
@@ -240,13 +309,14 @@ impl WalkTracker {
     }
 
     /// True when a new view may be adopted. When all views are in use, the oldest retired
-    /// one is let go if no walk on it has asked anything for [`PAUSE_GRACE`].
+    /// one is let go if no walk on it has asked anything for the pause grace.
     pub fn make_room(&mut self, now: Instant) -> bool {
         self.expire(now);
         if self.views.len() >= MAX_LIVE_VIEWS {
+            let grace = self.policy.pause_grace;
             let quiet = self.views[0]
                 .newest_park
-                .map_or(true, |p| now.duration_since(p) >= PAUSE_GRACE);
+                .map_or(true, |p| now.duration_since(p) >= grace);
             if quiet {
                 self.views.remove(0);
             }
@@ -257,8 +327,8 @@ impl WalkTracker {
     /// Drops the views no walk can come back to, and forgets the current view's parks once
     /// they are all older than the window.
     pub fn expire(&mut self, now: Instant) {
-        let window = self.window;
-        let dead = |t: &Tracked| t.unused(now, window);
+        let (window, resend) = (self.window, self.resend);
+        let dead = |t: &Tracked| t.unused(now, window, resend);
         let last = self.views.len().saturating_sub(1);
         let mut i = 0;
         self.views.retain(|t| {
@@ -282,7 +352,7 @@ impl WalkTracker {
         self.views
             .iter()
             .filter_map(|t| {
-                let by_mark = t.newest_mark.map(|m| m + RESEND_WINDOW.min(self.window));
+                let by_mark = t.newest_mark.map(|m| m + self.resend);
                 let by_park = t.newest_park.map(|p| p + self.window).max(by_mark);
                 let by_retire = t.retired.map(|r| r + self.window);
                 match (by_park, by_retire) {
@@ -304,32 +374,15 @@ impl WalkTracker {
         }
     }
 
-    /// Records that a walk parked at `instance` of `view` (we returned it as the last OID of
-    /// a range of request `transaction`). A view that is no longer live is ignored.
-    pub fn park(&mut self, view: &Arc<MibView>, instance: u32, transaction: u32, now: Instant) {
-        self.mark(view, instance, transaction, now, true);
-    }
-
-    /// Records where a request that is no walk (a lone GetNext, a re-sent request) stopped:
-    /// nobody waits there, but the rest of the same request (net-snmp sends a GetBulk's
-    /// repetitions as GetNexts with one transactionID) continues on the same view.
-    pub fn mark_lone(
+    /// Records what request `transaction` left at `instance` of `view` (the last OID it
+    /// returned for a range). A view that is no longer live is ignored.
+    pub fn leave(
         &mut self,
         view: &Arc<MibView>,
         instance: u32,
         transaction: u32,
+        what: Leave,
         now: Instant,
-    ) {
-        self.mark(view, instance, transaction, now, false);
-    }
-
-    fn mark(
-        &mut self,
-        view: &Arc<MibView>,
-        instance: u32,
-        transaction: u32,
-        now: Instant,
-        waits: bool,
     ) {
         let Some(t) = self
             .views
@@ -343,18 +396,34 @@ impl WalkTracker {
             return;
         }
         let at = t.stamp(now);
+        let window = ticks(self.window);
         let p = t.parks.entry(instance).or_default();
-        p.at = at;
+        if p.at == 0 || at.saturating_sub(p.at) >= window {
+            // What was here has expired: nothing of it counts any more.
+            *p = Park::default();
+        }
         p.by = transaction;
-        if waits {
-            p.waiting = p.waiting.saturating_add(1);
-            t.newest_park = Some(now);
-        } else {
-            t.newest_mark = Some(now);
+        match what {
+            Leave::Park(Turnaround(turnaround)) => {
+                p.at = at;
+                p.waiting = p.waiting.saturating_add(1);
+                p.walked = true;
+                p.turnaround = turnaround;
+                t.newest_park = Some(now);
+            }
+            Leave::WentBy | Leave::Mark => {
+                // Neither touches the time of walks waiting here: it must not keep them
+                // alive past the walk-window. Where walks only went by, it takes the place.
+                if p.waiting == 0 {
+                    p.at = at;
+                    p.walked = what == Leave::WentBy;
+                }
+                t.newest_mark = Some(now);
+            }
         }
         t.parks_since_prune += 1;
         if t.parks_since_prune >= PRUNE_EVERY {
-            t.prune(now, self.window);
+            t.prune(now, self.window, self.resend);
         }
     }
 
@@ -366,16 +435,19 @@ impl WalkTracker {
             .any(|p| now.saturating_duration_since(p) < recent)
     }
 
-    /// The view, no older than `max_age`, on which a walk waits at `oid`, the most recently
-    /// parked if several. A new walk whose first answer is that OID joins it, so that a
-    /// lone GetNext cannot split a parked walk from its snapshot, and a walk that starts
-    /// where another stopped shares its snapshot.
-    pub fn waiting_at(&self, oid: &[u32], now: Instant, max_age: Duration) -> Option<Arc<MibView>> {
+    /// The view, no older than `max_age`, on which a walk in progress waits at `oid`: one
+    /// that parked there within the in-progress window, the most recent if several. A new
+    /// walk whose first answer is that OID joins it, so that a walk that starts where
+    /// another just stopped shares its snapshot and cannot be told from it later. A park
+    /// older than that is a walk that paused or ended (a probe ends at once); joining it
+    /// would serve a new walk old figures while nothing walks, so it is left alone.
+    pub fn joinable(&self, oid: &[u32], now: Instant, max_age: Duration) -> Option<Arc<MibView>> {
+        let in_progress = self.in_progress;
         self.views
             .iter()
             .filter(|t| now.saturating_duration_since(t.created) <= max_age)
             .filter_map(|t| {
-                let (_, park) = t.live_park(oid, now, self.window)?;
+                let (_, park) = t.live_park(oid, now, in_progress)?;
                 (park.waiting > 0).then(|| (t.stamp(now).saturating_sub(park.at), t))
             })
             .min_by_key(|(age, _)| *age)
@@ -385,73 +457,120 @@ impl WalkTracker {
     /// The view a GetNext or GetBulk of request `transaction` starting at `starts`
     /// continues on, if any walk parked at one of them. The walk that waited there is taken
     /// off.
-    pub fn continuation<'s, S>(
-        &mut self,
-        starts: S,
-        transaction: u32,
-        now: Instant,
-    ) -> (Option<Arc<MibView>>, Continuation)
+    pub fn continuation<'s, S>(&mut self, starts: S, transaction: u32, now: Instant) -> Continued
     where
         S: IntoIterator<Item = &'s [u32]> + Clone,
     {
+        let none = Continued {
+            view: None,
+            how: Continuation::None,
+            turnaround: Turnaround::UNKNOWN,
+        };
         if self.views.iter().all(|t| t.parks.is_empty()) {
-            return (None, Continuation::None);
+            return none;
         }
-        let window = self.window;
-        // Per view: its waiting park among the starts, and its most recent park of any
-        // kind. Ages compare across views on one clock. The waiting parks found are kept
-        // (without allocating, for the usual few) to be taken off the chosen view after.
-        const KEPT: usize = 8;
-        let mut found = [(0usize, 0u32); KEPT];
-        let mut n_found = 0usize;
-        let mut overflow = false;
-        let mut candidates = [(0usize, 0u32); MAX_LIVE_VIEWS];
-        let mut n_candidates = 0usize;
-        let mut repeated: Option<(usize, u32)> = None;
-        let mut same_request = None;
+        let mut found = Found::default();
+        let at = self.collect(starts.clone(), transaction, now, &mut found);
+        let Some((chosen, how)) = choose(&at[..self.views.len()], ticks(self.in_progress)) else {
+            return none;
+        };
+        let a = at[chosen];
+        // The walk's turnaround: how long it took to come back, unless this is the rest of
+        // one request (net-snmp's GetNexts of one GetBulk), which keeps the request's.
+        let turnaround = match (a.same_request, a.waiting) {
+            (Some(_), _) => Turnaround(a.turnaround),
+            (None, Some(age)) => Turnaround::of(age),
+            (None, None) => Turnaround(a.turnaround),
+        };
+        self.take_off(chosen, starts, &found, now);
+        if how == Continuation::Ambiguous {
+            self.pass_over(chosen, &found);
+        }
+        Continued {
+            view: Some(self.views[chosen].view.clone()),
+            how,
+            turnaround,
+        }
+    }
+
+    /// Step one: what each view has at the starts.
+    fn collect<'s, S>(
+        &self,
+        starts: S,
+        transaction: u32,
+        now: Instant,
+        found: &mut Found,
+    ) -> [AtStarts; MAX_LIVE_VIEWS]
+    where
+        S: IntoIterator<Item = &'s [u32]> + Clone,
+    {
+        let mut at = [AtStarts::default(); MAX_LIVE_VIEWS];
+        let resend = ticks(self.resend);
         for (v, t) in self.views.iter().enumerate() {
             if t.parks.is_empty() {
                 continue;
             }
             let stamp = t.stamp(now);
-            let mut this_waiting: Option<u32> = None;
+            let here = &mut at[v];
             for s in starts.clone() {
-                let Some((instance, park)) = t.live_park(s, now, window) else {
+                let Some((instance, park)) = t.live_park(s, now, self.window) else {
                     continue;
                 };
                 let age = stamp.saturating_sub(park.at);
                 if park.by == transaction {
-                    same_request = Some((v, park.waiting > 0));
-                }
-                if park.waiting > 0 {
-                    this_waiting = Some(this_waiting.map_or(age, |a: u32| a.min(age)));
-                    if n_found < KEPT {
-                        found[n_found] = (v, instance);
-                        n_found += 1;
+                    here.turnaround = park.turnaround;
+                    here.same_request = Some(if park.waiting > 0 {
+                        Continuation::Parked
+                    } else if park.walked {
+                        Continuation::Repeated
                     } else {
-                        overflow = true;
-                    }
-                } else if repeated.map_or(true, |(_, a)| age < a) {
-                    repeated = Some((v, age));
+                        Continuation::Lone
+                    });
                 }
-            }
-            if let Some(age) = this_waiting {
-                candidates[n_candidates] = (v, age);
-                n_candidates += 1;
+                let youngest = |a: Option<u32>| Some(a.map_or(age, |a| a.min(age)));
+                if park.waiting > 0 {
+                    if here.same_request.is_none() && here.waiting.map_or(true, |a| age < a) {
+                        here.turnaround = park.turnaround;
+                    }
+                    here.waiting = youngest(here.waiting);
+                    found.keep(v, instance);
+                } else if park.walked && age < resend {
+                    // Only within the resend window: that is all a re-sent request needs,
+                    // and what the prune keeps.
+                    here.went_on = youngest(here.went_on);
+                }
             }
         }
-        let views_waiting = n_candidates;
-        let waiting = pick_waiting(&candidates[..n_candidates]);
-        let (chosen, how) = match (same_request, waiting, repeated) {
-            (Some((v, true)), ..) => (v, Continuation::Parked),
-            (Some((v, false)), ..) => (v, Continuation::Repeated),
-            (None, Some((v, _)), _) if views_waiting > 1 => (v, Continuation::Ambiguous),
-            (None, Some((v, _)), _) => (v, Continuation::Parked),
-            (None, None, Some((v, _))) => (v, Continuation::Repeated),
-            (None, None, None) => return (None, Continuation::None),
-        };
+        at
+    }
+
+    /// After an ambiguous continuation, the parks not chosen are made to look paused (older
+    /// by the in-progress window). If the guess was wrong, one of them is the asking walk's
+    /// own, and nobody comes back to it: left young, it would capture the next walk of a
+    /// third snapshot that stops there while it is. A walk that really waits there still
+    /// finds it; it only no longer beats a walk that is moving.
+    fn pass_over(&mut self, chosen: usize, found: &Found) {
+        let by = ticks(self.in_progress);
+        for &(v, instance) in &found.kept[..found.n] {
+            if v == chosen {
+                continue;
+            }
+            if let Some(p) = self.views[v].parks.get_mut(&instance) {
+                p.at = p.at.saturating_sub(by).max(1);
+            }
+        }
+    }
+
+    /// Takes the walk that continues off the view it waited on: one waiting walk at each of
+    /// the starts where one waits.
+    fn take_off<'s, S>(&mut self, chosen: usize, starts: S, found: &Found, now: Instant)
+    where
+        S: IntoIterator<Item = &'s [u32]>,
+    {
+        let window = self.window;
         let t = &mut self.views[chosen];
-        let taken: Vec<u32> = if overflow {
+        // With more hits than kept, the starts are looked up again.
+        let again: Vec<u32> = if found.overflow {
             starts
                 .into_iter()
                 .filter_map(|s| t.live_park(s, now, window))
@@ -461,34 +580,158 @@ impl WalkTracker {
         } else {
             Vec::new()
         };
-        // With more hits than kept, `taken` has them all.
-        let kept = found[..if overflow { 0 } else { n_found }]
+        let kept = found.kept[..if found.overflow { 0 } else { found.n }]
             .iter()
             .filter(|(v, _)| *v == chosen)
             .map(|&(_, instance)| instance);
-        for instance in kept.chain(taken) {
+        let stamp = t.stamp(now);
+        for instance in kept.chain(again) {
             if let Some(p) = t.parks.get_mut(&instance) {
                 p.waiting = p.waiting.saturating_sub(1);
+                if p.waiting == 0 {
+                    p.at = stamp;
+                }
             }
         }
-        (Some(t.view.clone()), how)
     }
 }
 
-/// Of the views with a walk waiting at the same OID, the one whose walk is asking now.
-/// Walks that are moving come back within one round trip of parking, in about the order
-/// they parked: the master queues every manager's requests alike. So among parks younger
-/// than [`TURNAROUND`], the oldest. A park older than that is a walk that paused, or the last
-/// of one that ended; when only such parks are left, the most recent. Two moving walks that
-/// come back out of order are the residual case of ARCHITECTURE.md.
-fn pick_waiting(candidates: &[(usize, u32)]) -> Option<(usize, u32)> {
-    let turnaround = (TURNAROUND.as_nanos() / TICK_NS) as u32;
-    candidates
+/// What a request leaves where it stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leave {
+    /// A walk waits here: a request that continues it finds this view.
+    Park(Turnaround),
+    /// A request that went on from where a walk went by earlier (a re-sent request, a walk
+    /// whose park a lone GetNext took, or a lone GetNext): no walk waits here, but one went
+    /// by, so a walk that comes on from here stays on this view, as long as no walk of
+    /// another view waits here.
+    WentBy,
+    /// A request that is no walk: only the rest of that request follows it.
+    Mark,
+}
+
+/// What [`WalkTracker::continuation`] found.
+pub struct Continued {
+    /// The view the request continues on; `None`: a new walk or a lone request.
+    pub view: Option<Arc<MibView>>,
+    pub how: Continuation,
+    /// The walk's turnaround, for the parks the request leaves.
+    pub turnaround: Turnaround,
+}
+
+/// How long a walk took to come back to where it parked, in park ticks, saturating; 0: not
+/// known (a new walk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Turnaround(u16);
+
+impl Turnaround {
+    pub const UNKNOWN: Turnaround = Turnaround(0);
+
+    fn of(age: u32) -> Turnaround {
+        Turnaround(u16::try_from(age).unwrap_or(u16::MAX).max(1))
+    }
+}
+
+/// What one view has at a request's starts, for [`choose`]. Ages are in park ticks, on one
+/// clock for every view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct AtStarts {
+    /// The youngest park there with a walk waiting.
+    waiting: Option<u32>,
+    /// The turnaround of the walk that made that park, or of the park this very request
+    /// left (0: not known).
+    turnaround: u16,
+    /// The youngest park there whose walks all went on.
+    went_on: Option<u32>,
+    /// A park there was left by this very request (its transactionID): how it continues.
+    same_request: Option<Continuation>,
+}
+
+/// The waiting parks found while collecting, to take off the chosen view after; kept
+/// without allocating for the usual few.
+#[derive(Default)]
+struct Found {
+    kept: [(usize, u32); Found::KEPT],
+    n: usize,
+    overflow: bool,
+}
+
+impl Found {
+    const KEPT: usize = 8;
+
+    fn keep(&mut self, view: usize, instance: u32) {
+        if self.n < Found::KEPT {
+            self.kept[self.n] = (view, instance);
+            self.n += 1;
+        } else {
+            self.overflow = true;
+        }
+    }
+}
+
+/// Step two: which view the request continues on, and how that was decided.
+/// - A park left by this very request is that request's own: its view, whatever else waits.
+/// - Else a view with a walk waiting at a start; of several (the residual case), the one
+///   whose walk is asking now. Walks that are moving come back within one round trip of
+///   parking, so among parks younger than the in-progress window: the one whose age is
+///   closest to its walk's last turnaround, when every one's is known; else the oldest
+///   (walks in step come back in about the order they parked, the master queuing every
+///   manager's requests alike). A park older than that is a walk that paused, or the last
+///   of one that ended; when only such parks are left, the most recent.
+/// - Else a view where a walk went on from a start within the resend window: the most
+///   recent. Within the in-progress window it is most likely the walk itself, whose park a
+///   lone GetNext took ([`Continuation::Repeated`]); earlier, a re-sent request or a lone
+///   GetNext ([`Continuation::WentBy`]). Where only a request that is no walk stopped (a
+///   mark), nothing continues but that request itself.
+fn choose(at: &[AtStarts], in_progress: u32) -> Option<(usize, Continuation)> {
+    if let Some(found) = at
         .iter()
-        .filter(|(_, age)| *age < turnaround)
-        .max_by_key(|(_, age)| *age)
-        .or_else(|| candidates.iter().min_by_key(|(_, age)| *age))
-        .copied()
+        .enumerate()
+        .filter_map(|(v, a)| Some((v, a.same_request?)))
+        .last()
+    {
+        return Some(found);
+    }
+    let waiting = || {
+        at.iter()
+            .enumerate()
+            .filter_map(|(v, a)| Some((v, a.waiting?, a.turnaround)))
+    };
+    let moving = || waiting().filter(|(_, age, _)| *age < in_progress);
+    // Among moving walks, the one whose park is as old as its walk takes to come back (a
+    // faster walk that caught up with a slower one asks first). A walk whose turnaround is
+    // not known yet (a new one) is taken to be as fast as the others; when none is known,
+    // the oldest park: walks in step come back in the order they parked.
+    let (sum, known) = moving()
+        .filter(|(_, _, t)| *t > 0)
+        .fold((0u32, 0u32), |(s, n), (_, _, t)| (s + u32::from(t), n + 1));
+    let timed = if known > 0 {
+        let typical = sum / known;
+        let expect = |t: u16| if t > 0 { u32::from(t) } else { typical };
+        moving().min_by_key(|&(_, age, t)| age.abs_diff(expect(t)))
+    } else {
+        moving().max_by_key(|(_, age, _)| *age)
+    };
+    if let Some((v, ..)) = timed.or_else(|| waiting().min_by_key(|(_, age, _)| *age)) {
+        let how = if waiting().count() > 1 {
+            Continuation::Ambiguous
+        } else {
+            Continuation::Parked
+        };
+        return Some((v, how));
+    }
+    at.iter()
+        .enumerate()
+        .filter_map(|(v, a)| Some((v, a.went_on?)))
+        .min_by_key(|(_, age)| *age)
+        .map(|(v, age)| {
+            let how = if age < in_progress {
+                Continuation::Repeated
+            } else {
+                Continuation::WentBy
+            };
+            (v, how)
+        })
 }
 
 #[cfg(test)]
@@ -518,7 +761,7 @@ mod tests {
 
     fn park_at(w: &mut WalkTracker, v: &Arc<MibView>, row: u32, now: Instant) {
         let i = v.instance_of(&allocs(row)).unwrap();
-        w.park(v, i, 0, now);
+        w.leave(v, i, 0, Leave::Park(Turnaround::UNKNOWN), now);
     }
 
     const W: Duration = Duration::from_secs(5);
@@ -526,7 +769,7 @@ mod tests {
     /// A tracker with view `a` current since `t0`, and `b` ready to adopt.
     fn two_views() -> (WalkTracker, Arc<MibView>, Arc<MibView>, Instant) {
         let t0 = Instant::now();
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let (a, b) = (view(1), view(2));
         w.adopt(a.clone(), t0);
         (w, a, b, t0)
@@ -539,14 +782,15 @@ mod tests {
             starts: &[&[u32]],
             now: Instant,
         ) -> (Option<Arc<MibView>>, Continuation) {
-            self.continuation(starts.iter().copied(), u32::MAX, now)
+            let c = self.continuation(starts.iter().copied(), u32::MAX, now);
+            (c.view, c.how)
         }
     }
 
     #[test]
     fn a_walk_continues_on_the_view_it_parked_on_after_a_refresh() {
         let t0 = Instant::now();
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let (a, b) = (view(1), view(2));
         w.adopt(a.clone(), t0);
         park_at(&mut w, &a, 2, t0);
@@ -611,19 +855,19 @@ mod tests {
         let ms = |n| t0 + Duration::from_millis(n);
         park_at(&mut w, &a, 3, ms(1));
         w.adopt(b.clone(), ms(600));
-        let found = w.waiting_at(&allocs(3), ms(700), Duration::from_secs(1));
+        let found = w.joinable(&allocs(3), ms(700), Duration::from_secs(1));
         assert!(Arc::ptr_eq(&found.unwrap(), &a));
         assert!(w
-            .waiting_at(&allocs(4), ms(700), Duration::from_secs(1))
+            .joinable(&allocs(4), ms(700), Duration::from_secs(1))
             .is_none());
         // Too old to join.
         assert!(w
-            .waiting_at(&allocs(3), ms(700), Duration::from_millis(500))
+            .joinable(&allocs(3), ms(700), Duration::from_millis(500))
             .is_none());
         // Once the walk went on, nobody waits there.
         w.continuation_any(&[&allocs(3)], ms(800));
         assert!(w
-            .waiting_at(&allocs(3), ms(900), Duration::from_secs(1))
+            .joinable(&allocs(3), ms(900), Duration::from_secs(1))
             .is_none());
     }
 
@@ -638,8 +882,9 @@ mod tests {
         assert!(w.continuation_any(&[&allocs(2)], ms(3)).0.is_some());
         park_at(&mut w, &a, 3, ms(3));
         let i = b.instance_of(&allocs(3)).unwrap();
-        w.park(&b, i, 7, ms(4));
-        let (v, how) = w.continuation([allocs(3).as_slice()], 7, ms(4));
+        w.leave(&b, i, 7, Leave::Park(Turnaround::UNKNOWN), ms(4));
+        let c = w.continuation([allocs(3).as_slice()], 7, ms(4));
+        let (v, how) = (c.view, c.how);
         assert_eq!(how, Continuation::Parked);
         assert!(Arc::ptr_eq(&v.unwrap(), &b));
         let (v, _) = w.continuation_any(&[&allocs(3)], ms(5));
@@ -667,7 +912,7 @@ mod tests {
     #[test]
     fn parks_expire_after_the_window_and_retired_views_go() {
         let t0 = Instant::now();
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let (a, b) = (view(1), view(2));
         w.adopt(a.clone(), t0);
         park_at(&mut w, &a, 1, t0);
@@ -686,7 +931,7 @@ mod tests {
     fn a_retired_view_lives_at_most_a_window_after_it_stopped_being_current() {
         let t0 = Instant::now();
         let s = |n| t0 + Duration::from_secs(n);
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let (a, b) = (view(1), view(2));
         w.adopt(a.clone(), t0);
         park_at(&mut w, &a, 1, s(0));
@@ -709,7 +954,7 @@ mod tests {
     fn a_full_set_lets_go_of_the_oldest_view_only_when_its_walks_went_quiet() {
         let t0 = Instant::now();
         let ms = |n| t0 + Duration::from_millis(n);
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let (a, b, c) = (view(1), view(2), view(3));
         for (row, v, at) in [(1, &a, 0), (2, &b, 10), (3, &c, 20)] {
             assert!(w.make_room(ms(at)));
@@ -725,7 +970,7 @@ mod tests {
         park_at(&mut w, &a, 4, ms(1_000));
         assert!(!w.make_room(ms(2_500)));
         // Quiet for the grace: `a` goes, the others stay.
-        assert!(w.make_room(ms(1_000) + PAUSE_GRACE));
+        assert!(w.make_room(ms(1_000) + WalkPolicy::DEFAULT.pause_grace));
         assert_eq!(w.live_views(), 2);
         assert!(!w.views.iter().any(|t| Arc::ptr_eq(&t.view, &a)));
     }
@@ -733,7 +978,7 @@ mod tests {
     #[test]
     fn parks_that_can_no_longer_matter_are_pruned() {
         let t0 = Instant::now();
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let a = view(1);
         w.adopt(a.clone(), t0);
         // A long walk, one park per step, each continued at once, one every millisecond.
@@ -741,21 +986,21 @@ mod tests {
         for step in 0..100_000u64 {
             let now = t0 + Duration::from_millis(step);
             let i = (step % u64::from(n)) as u32;
-            w.park(&a, i, 0, now);
+            w.leave(&a, i, 0, Leave::Park(Turnaround::UNKNOWN), now);
             let (_, how) = w.continuation_any(&[&allocs(i % 5 + 1)], now);
             assert_ne!(how, Continuation::Ambiguous);
         }
         assert!(w.views[0].parks.len() <= n as usize);
         // Nothing older than the resend window survives a prune.
         let late = t0 + Duration::from_secs(200);
-        w.views[0].prune(late, W);
+        w.views[0].prune(late, W, WalkPolicy::DEFAULT.resend_window);
         assert!(w.views[0].parks.is_empty());
     }
 
     #[test]
     fn parks_survive_a_move_of_the_epoch() {
         let t0 = Instant::now();
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let a = view(1);
         w.adopt(a.clone(), t0);
         let late = t0 + EPOCH_SPAN + Duration::from_secs(1);
@@ -770,7 +1015,7 @@ mod tests {
     #[test]
     fn never_more_than_the_bound_whatever_the_requests() {
         let t0 = Instant::now();
-        let mut w = WalkTracker::new(W);
+        let mut w = WalkTracker::new(W, Duration::from_secs(1), WalkPolicy::DEFAULT);
         let mut state = 12345u64;
         let mut views = Vec::new();
         for step in 0..20_000u64 {
@@ -788,7 +1033,7 @@ mod tests {
             let v = v.or_else(|| w.views.last().map(|t| t.view.clone()));
             if let Some(v) = v {
                 if let Some(i) = v.instance_of(&allocs(row % 5 + 1)) {
-                    w.park(&v, i, step as u32, now);
+                    w.leave(&v, i, step as u32, Leave::Park(Turnaround::UNKNOWN), now);
                 }
             }
             assert!(w.live_views() <= MAX_LIVE_VIEWS);
