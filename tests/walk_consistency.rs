@@ -464,9 +464,14 @@ struct RandomStats {
 /// Random `snmpget`s of three instances in one request (which must be single-generation:
 /// one request is one snapshot) and random `snmpgetnext`s (which must return the successor
 /// cell), until `stop`.
-fn spawn_random_manager(port: u16, rows: u32, stop: Arc<AtomicBool>) -> JoinHandle<RandomStats> {
+fn spawn_random_manager(
+    port: u16,
+    rows: u32,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<RandomStats> {
     std::thread::spawn(move || {
-        let mut rng = Rng::new(u64::from(port));
+        let mut rng = Rng::new(u64::from(port) ^ seed);
         let mut st = RandomStats::default();
         while !stop.load(Ordering::Relaxed) {
             st.requests += 1;
@@ -565,19 +570,19 @@ fn fmt_dur(d: Duration) -> String {
 // 1. Concurrent managers
 // ---------------------------------------------------------------------------------------------
 
-/// Runs the concurrent-managers scenario for `run_for` against a daemon started with `args`,
-/// with the fixture rewritten every few ms, and checks every walk.
-fn concurrent_managers(label: &str, rows: u32, args: &[&str], window: Duration, run_for: Duration) {
-    let (dir, snmpd, daemon) = start_daemon(rows, args);
-    let port = snmpd.port;
-    let mut writer = FixtureWriter::start(
-        &dir.path().join("fixture.json"),
-        rows,
-        2,
-        Duration::from_millis(3),
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    let managers = [
+/// Who walks and asks, how often the source changes, and how many mixed walks are allowed.
+struct Load<'a> {
+    managers: &'a [Manager],
+    random_clients: usize,
+    fixture_period: Duration,
+    /// Mixed walks shorter than walk-window, at most `.0` in `.1` of the completed walks.
+    mixed_at_most: (usize, usize),
+}
+
+/// The load of the residual-case measurement: eight bulk walkers of every stride, a GetNext
+/// walker and one random client, the fixture rewritten every 3 ms.
+const EVERY_STRIDE: Load = Load {
+    managers: &[
         Manager::Bulk(1),
         Manager::Bulk(2),
         Manager::Bulk(3),
@@ -587,7 +592,31 @@ fn concurrent_managers(label: &str, rows: u32, args: &[&str], window: Duration, 
         Manager::Bulk(20),
         Manager::Bulk(50),
         Manager::Walk,
-    ];
+    ],
+    random_clients: 1,
+    fixture_period: Duration::from_millis(3),
+    mixed_at_most: (1, 20),
+};
+
+/// Runs `load` for `run_for` against a daemon started with `args`, and checks every walk.
+fn concurrent_managers(
+    label: &str,
+    rows: u32,
+    args: &[&str],
+    window: Duration,
+    run_for: Duration,
+    load: &Load,
+) {
+    let (dir, snmpd, daemon) = start_daemon(rows, args);
+    let port = snmpd.port;
+    let mut writer = FixtureWriter::start(
+        &dir.path().join("fixture.json"),
+        rows,
+        2,
+        load.fixture_period,
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let managers = load.managers;
     // Managers start 50 ms apart, as independent pollers would, rather than all in the same
     // millisecond (with max-age 10 ms that would put walkers of the same stride on different
     // snapshots in lockstep at the same OIDs: the residual ambiguous case, not the common one).
@@ -600,14 +629,21 @@ fn concurrent_managers(label: &str, rows: u32, args: &[&str], window: Duration, 
             spawn_walker(port, m, rows, after, stop.clone())
         })
         .collect();
-    let random = spawn_random_manager(port, rows, stop.clone());
+    let randoms: Vec<_> = (0..load.random_clients)
+        .map(|i| spawn_random_manager(port, rows, i as u64 * 7919, stop.clone()))
+        .collect();
     std::thread::sleep(run_for);
     stop.store(true, Ordering::Relaxed);
     let walks: Vec<WalkRecord> = walkers
         .into_iter()
         .flat_map(|h| h.join().expect("walker panicked"))
         .collect();
-    let random = random.join().expect("random manager panicked");
+    let mut random = RandomStats::default();
+    for r in randoms {
+        let r = r.join().expect("random manager panicked");
+        random.requests += r.requests;
+        random.problems.extend(r.problems);
+    }
     let last_gen = writer.stop();
     let ambiguous_at = ambiguous_times(&daemon);
     let ambiguous = ambiguous_at.len();
@@ -744,9 +780,10 @@ fn concurrent_managers(label: &str, rows: u32, args: &[&str], window: Duration, 
             ))
             .collect::<Vec<_>>()
     );
+    let (most, per) = load.mixed_at_most;
     assert!(
-        mixed_short.len() * 20 <= completed.len(),
-        "[{label}] the residual case is not rare: {} of {} walks mixed snapshots",
+        mixed_short.len() * per <= completed.len() * most,
+        "[{label}] {} of {} walks mixed snapshots: more than {most} in {per}",
         mixed_short.len(),
         completed.len()
     );
@@ -767,6 +804,7 @@ fn concurrent_managers_each_walk_one_snapshot() {
         &["--max-age", "0.01", "--walk-window", "5"],
         Duration::from_secs(5),
         Duration::from_secs(15),
+        &EVERY_STRIDE,
     );
 }
 
@@ -780,7 +818,42 @@ fn concurrent_managers_each_walk_one_snapshot_default_max_age() {
         &[],
         Duration::from_secs(30),
         Duration::from_secs(10),
+        &EVERY_STRIDE,
     );
+}
+
+/// The issue's load, scaled to the debug build the suite runs: 200 types (the issue had
+/// 1,000 with a release build; a walk of 1,000 through the debug daemon beside 20 others
+/// outlasts the walk-window), the fixture rewritten every 0.1 s, walkers with their own
+/// max-repetitions beside clients sending random Gets and GetNexts of memTypeTable's cells.
+/// A lone GetNext that starts where a walk is parked must not move that walk to another
+/// snapshot: with 4 walkers and 2 clients no walk may mix, with 20 and 4 at most 1 in 100.
+fn pollers_beside_random_clients(label: &str, walkers: u32, clients: usize, args: &[&str]) {
+    let managers: Vec<Manager> = (0..walkers).map(|i| Manager::Bulk(5 + 3 * i)).collect();
+    let load = Load {
+        managers: &managers,
+        random_clients: clients,
+        fixture_period: Duration::from_millis(100),
+        mixed_at_most: if walkers <= 4 { (0, 1) } else { (1, 100) },
+    };
+    concurrent_managers(
+        label,
+        200,
+        args,
+        Duration::from_secs(30),
+        Duration::from_secs(40),
+        &load,
+    );
+}
+
+#[test]
+fn four_pollers_beside_two_random_clients_never_mix_snapshots() {
+    pollers_beside_random_clients("4 walkers, 2 clients", 4, 2, &[]);
+}
+
+#[test]
+fn twenty_pollers_beside_four_random_clients_mix_at_most_1_in_100() {
+    pollers_beside_random_clients("20 walkers, 4 clients", 20, 4, &[]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1116,5 +1189,239 @@ fn no_old_figure_after_max_age_plus_walk_window() {
         quiet.as_secs_f64(),
         old.len(),
         parked.len() + gets.len()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. A probe does not pin later walks to its snapshot (issue 23)
+// ---------------------------------------------------------------------------------------------
+
+/// memTypeTable itself, as the probe and the walks of issue 23 name it
+/// (MEMSTAT-MIB::memTypeTable; [`TYPE_ENTRY`] is its memTypeEntry).
+const TYPE_TABLE: &str = ".1.3.6.1.4.1.32473.1.1.2";
+/// memSnapshotAge.0: milliseconds since the current snapshot was read.
+const SNAPSHOT_AGE: &str = ".1.3.6.1.4.1.32473.1.1.1.3.0";
+
+/// The availability probe of issue 23, `snmpgetnext -v2c -c public HOST
+/// MEMSTAT-MIB::memTypeTable`: one GetNext that returns memTypeName.1 and is never followed
+/// up, so it stays parked there.
+fn availability_probe(port: u16) {
+    let lines = must("snmpgetnext", port, &[], &[TYPE_TABLE]);
+    assert_eq!(
+        lines.first().map(|l| l.oid.clone()),
+        Some(cell_oid(FIRST_COL, 1)),
+        "the probe returns memTypeName.1: {lines:?}"
+    );
+}
+
+/// memSnapshotAge.0.
+fn snapshot_age(port: u16) -> Duration {
+    let l = must("snmpget", port, &[], &[SNAPSHOT_AGE]);
+    let ms = l
+        .first()
+        .and_then(|l| l.value.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("memSnapshotAge.0: {l:?}"));
+    Duration::from_millis(ms)
+}
+
+/// `snmpbulkwalk -Cr25` of memTypeTable, as in the bug report: a complete, ordered walk
+/// (checked), and its generations.
+fn table_walk(port: u16, rows: u32) -> BTreeSet<u64> {
+    let lines = must("snmpbulkwalk", port, &["-Cr25"], &[TYPE_TABLE]);
+    let (gens, problems) = check_table_walk(&lines, rows);
+    assert!(
+        problems.is_empty(),
+        "snmpbulkwalk -Cr25 of memTypeTable is incomplete or wrong: {:?}",
+        &problems[..problems.len().min(5)]
+    );
+    gens
+}
+
+/// The scenario of issue 23: the probe, then for each of `pauses`: a new generation is
+/// written, nothing is asked for the pause, a walk of memTypeTable, memSnapshotAge, and the
+/// probe again. Nothing else walks, so each walk must see figures no older than max-age
+/// when it started: the generation written a pause (longer than max-age) before it, which
+/// is the newest, and a snapshot read no earlier than max-age before it started.
+fn probe_then_paused_walks(label: &str, max_age: Duration, args: &[&str], pauses: &[Duration]) {
+    let rows = 30;
+    let (dir, snmpd, _daemon) = start_daemon(rows, args);
+    let port = snmpd.port;
+    let fix = dir.path().join("fixture.json");
+    // The first read of the source: generation 1, with the probe parked on it.
+    availability_probe(port);
+
+    let mut bad = Vec::new();
+    for (k, &pause) in pauses.iter().enumerate() {
+        assert!(
+            pause > max_age,
+            "the scenario needs pauses longer than max-age"
+        );
+        let g = 100 * (k as u64 + 1);
+        write_fixture(&fix, gen_types(g, rows));
+        // Nobody asks anything for the pause: that is the condition under test (no walk in
+        // progress when the next one starts), not a wait for something to happen.
+        std::thread::sleep(pause);
+        let t0 = Instant::now();
+        let gens = table_walk(port, rows);
+        let took = t0.elapsed();
+        let age = snapshot_age(port);
+        // The walk started at t0 and must have seen a snapshot read no earlier than
+        // max-age before that; memSnapshotAge was read (without refreshing) by now.
+        let age_bound = t0.elapsed() + max_age + Duration::from_millis(10);
+        availability_probe(port);
+        println!(
+            "[{label}] after {} idle: walk took {}, saw generations {gens:?} (newest written: \
+             {g}); memSnapshotAge right after it {} (bound {})",
+            fmt_dur(pause),
+            fmt_dur(took),
+            fmt_dur(age),
+            fmt_dur(age_bound)
+        );
+        let pinned = if gens.contains(&1) {
+            " (generation 1 is the probe's snapshot)"
+        } else {
+            ""
+        };
+        if gens != BTreeSet::from([g]) {
+            bad.push(format!(
+                "walk after {} idle saw generations {gens:?}{pinned}, but generation {g} was \
+                 written {} before it started (max-age {})",
+                fmt_dur(pause),
+                fmt_dur(pause),
+                fmt_dur(max_age)
+            ));
+        }
+        if age > age_bound {
+            bad.push(format!(
+                "memSnapshotAge right after the walk after {} idle was {}, more than max-age \
+                 {} plus the {} since the walk started",
+                fmt_dur(pause),
+                fmt_dur(age),
+                fmt_dur(max_age),
+                fmt_dur(age_bound - max_age)
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "[{label}] a probe (snmpgetnext of memTypeTable) pinned later walks, started while \
+         nothing else walked, to an old snapshot: {bad:#?}"
+    );
+}
+
+/// Issue 23 as reported, at max-age 0.5 s (walk-window 30 s): an availability probe
+/// parked at memTypeName.1 made every later walk of memTypeTable join its snapshot, so that
+/// memSnapshotAge reached 1.5 s, 5.5 s and 13.5 s with nobody else asking. Each walk must
+/// instead see the newest figures: nothing else walks when it starts.
+#[test]
+fn a_probe_does_not_pin_later_walks_to_its_snapshot() {
+    probe_then_paused_walks(
+        "max-age 0.5",
+        Duration::from_millis(500),
+        &["--max-age", "0.5"],
+        &[
+            Duration::from_millis(1500),
+            Duration::from_secs(4),
+            Duration::from_secs(8),
+        ],
+    );
+}
+
+/// The same at the default max-age (5 s) and walk-window (30 s), the deployed settings,
+/// with pauses longer than max-age (well within the freshness bound F = 25 s under which
+/// the old code kept joining the probe's snapshot).
+#[test]
+fn a_probe_does_not_pin_later_walks_to_its_snapshot_default_max_age() {
+    probe_then_paused_walks(
+        "default max-age",
+        Duration::from_secs(5),
+        &[],
+        &[Duration::from_secs(6), Duration::from_secs(12)],
+    );
+}
+
+/// Issue 23's second symptom: after a probe, a source that fails (the fixture deleted) was
+/// reported ok(1) for ~39 s, because every later walk joined the probe's snapshot and none
+/// read the source. With max-age 0.05 s and the default walk-window (30 s) as in the report,
+/// a manager walks memTypeTable (and probes) with 1.5 s of nothing asked in between, and
+/// reads memSourceStatus after each walk.
+///
+/// Bounds: memSourceStatus must read stale(2) at the latest after a walk that started more
+/// than F = max(max-age, walk-window - max-age) = 29.95 s after the deletion (the bound
+/// while other walks run), polled until then and failing the test once it passes. And since
+/// nothing else walks when each walk starts, the first one (started 1.5 s after the
+/// deletion, more than max-age) must already have read the source: figures no older than
+/// max-age while nothing else walks.
+#[test]
+fn a_probe_then_a_failing_source_is_stale_within_the_bound() {
+    let rows = 30;
+    let max_age = Duration::from_millis(50);
+    let window = Duration::from_secs(30); // the default
+    let f = max_age.max(window - max_age);
+    let pause = Duration::from_millis(1500);
+    let (dir, snmpd, _daemon) = start_daemon(rows, &["--max-age", "0.05"]);
+    let port = snmpd.port;
+    let fix = dir.path().join("fixture.json");
+
+    // The first read of the source (generation 1), the probe parked on it.
+    availability_probe(port);
+    assert_eq!(
+        source_status(port).0,
+        "1",
+        "memSourceStatus before the failure"
+    );
+    std::fs::remove_file(&fix).unwrap();
+    let deleted = Instant::now();
+
+    // (walk start since the deletion, memSourceStatus after it)
+    let mut polls: Vec<(Duration, String)> = Vec::new();
+    let stale_after = loop {
+        // Nothing is asked for the pause: the condition under test (no walk in progress
+        // when the next one starts), not a wait for something to happen.
+        std::thread::sleep(pause);
+        let started = deleted.elapsed();
+        let gens = table_walk(port, rows);
+        assert_eq!(
+            gens,
+            BTreeSet::from([1]),
+            "a walk after the failure is answered from the last good snapshot"
+        );
+        let (status, err) = source_status(port);
+        availability_probe(port);
+        polls.push((started, status.clone()));
+        if status == "2" {
+            assert!(!err.is_empty(), "stale(2) with no memSourceLastError");
+            break Some(started);
+        }
+        assert_eq!(status, "1", "memSourceStatus is ok(1) or stale(2)");
+        if started > f {
+            break None;
+        }
+    };
+    let shown: Vec<String> = polls
+        .iter()
+        .map(|(t, s)| format!("walk at +{}: {s}", fmt_dur(*t)))
+        .collect();
+    println!(
+        "fixture deleted; memSourceStatus after each walk: {shown:?}; stale(2) from the walk \
+         started {:?} after the deletion",
+        stale_after.map(fmt_dur)
+    );
+    assert!(
+        stale_after.is_some(),
+        "memSourceStatus still ok(1) after a walk started {} after the source failed, past the \
+         freshness bound F = {}: {shown:?}",
+        fmt_dur(polls.last().unwrap().0),
+        fmt_dur(f)
+    );
+    assert!(
+        polls.len() == 1,
+        "the first walk, started {} after the source failed with nothing asked for {} \
+         before it (max-age {}), must have read the source and found it failing; \
+         memSourceStatus was stale(2) only from the walk started {} after: {shown:?}",
+        fmt_dur(polls[0].0),
+        fmt_dur(pause),
+        fmt_dur(max_age),
+        fmt_dur(stale_after.unwrap())
     );
 }

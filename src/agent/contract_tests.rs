@@ -971,7 +971,8 @@ impl Model {
     /// The snapshot (the read) that answered a Response's table cells. Its figures say so
     /// too: a figure from any other read is always a violation.
     fn one_snapshot(&mut self, got: &[(Oid, Value)], before: Before, what: &str) -> Option<u64> {
-        let answered = self.rig.agent.answered_from;
+        // Generation 0 is the empty view served before any good read: no snapshot.
+        let answered = self.rig.agent.answered_from.filter(|g| *g > 0);
         let table = type_table();
         for (o, v) in got {
             let Some(&c) = o.0.get(table.0.len() + 1) else {

@@ -520,3 +520,45 @@ fn samples_keep_the_walk_contract_and_the_view_bound() {
     }
     assert!(samples > 100, "{samples} samples");
 }
+
+/// The probe: one GetNext of memTypeTable before every walk (availability checks
+/// send exactly that) parks at memTypeName.1 and never comes back. With nothing else asking,
+/// every later walk must still see figures no older than max-age, and a failing source must
+/// show as stale, however recently the probe stopped where the walk starts.
+#[test]
+fn a_probe_before_each_walk_does_not_pin_walks_to_its_snapshot() {
+    let mut r = Rig::new(500, 30_000);
+    let table = type_table();
+    r.get_next(&table);
+    for (pause, gen) in [(1_500, 2), (4_000, 3), (8_000, 4)] {
+        r.kernel.gen = gen;
+        r.advance(pause);
+        let mut at = table.clone();
+        let mut seen = Vec::new();
+        loop {
+            let got = r.get_bulk(&at, 25);
+            let inside: Vec<_> = got
+                .into_iter()
+                .take_while(|(o, v)| o.starts_with(table.as_slice()) && *v != Value::EndOfMibView)
+                .collect();
+            if inside.is_empty() {
+                break;
+            }
+            at = inside.last().unwrap().0.clone();
+            seen.extend(inside);
+            r.advance(1);
+        }
+        assert_eq!(gens(&seen), [gen], "after {pause} ms with nothing asked");
+        r.get_next(&table);
+    }
+    // A probe, then the source fails: the next walk reads, fails, and says so.
+    r.kernel.failing = true;
+    r.advance(1_500);
+    r.get_bulk(&table, 25);
+    let status = Oid([MEMSTAT_MIB_ROOT, &[1, 1, 8, 0]].concat());
+    assert_eq!(
+        r.get(&status),
+        Value::Integer(2),
+        "memSourceStatus stale(2)"
+    );
+}

@@ -688,7 +688,7 @@ fn choose(at: &[AtStarts], in_progress: u32) -> Option<(usize, Continuation)> {
         .iter()
         .enumerate()
         .filter_map(|(v, a)| Some((v, a.same_request?)))
-        .last()
+        .next_back()
     {
         return Some(found);
     }
@@ -705,12 +705,12 @@ fn choose(at: &[AtStarts], in_progress: u32) -> Option<(usize, Continuation)> {
     let (sum, known) = moving()
         .filter(|(_, _, t)| *t > 0)
         .fold((0u32, 0u32), |(s, n), (_, _, t)| (s + u32::from(t), n + 1));
-    let timed = if known > 0 {
-        let typical = sum / known;
-        let expect = |t: u16| if t > 0 { u32::from(t) } else { typical };
-        moving().min_by_key(|&(_, age, t)| age.abs_diff(expect(t)))
-    } else {
-        moving().max_by_key(|(_, age, _)| *age)
+    let timed = match sum.checked_div(known) {
+        Some(typical) => {
+            let expect = |t: u16| if t > 0 { u32::from(t) } else { typical };
+            moving().min_by_key(|&(_, age, t)| age.abs_diff(expect(t)))
+        }
+        None => moving().max_by_key(|(_, age, _)| *age),
     };
     if let Some((v, ..)) = timed.or_else(|| waiting().min_by_key(|(_, age, _)| *age)) {
         let how = if waiting().count() > 1 {
@@ -869,6 +869,86 @@ mod tests {
         assert!(w
             .joinable(&allocs(3), ms(900), Duration::from_secs(1))
             .is_none());
+    }
+
+    /// `choose`, case by case: what each view has at the starts, the in-progress window
+    /// (in ticks), and the view and kind expected.
+    #[test]
+    fn choose_picks_the_view_each_rule_names() {
+        use Continuation::*;
+        let waits = |age: u32, turnaround: u16| AtStarts {
+            waiting: Some(age),
+            turnaround,
+            ..AtStarts::default()
+        };
+        let went_on = |age: u32| AtStarts {
+            went_on: Some(age),
+            ..AtStarts::default()
+        };
+        let mine = |how: Continuation| AtStarts {
+            same_request: Some(how),
+            ..AtStarts::default()
+        };
+        let none = AtStarts::default();
+        // In-progress window: 10 ticks.
+        type Case<'a> = (&'a str, &'a [AtStarts], Option<(usize, Continuation)>);
+        let cases: &[Case] = &[
+            ("nothing anywhere: a new walk", &[none, none], Option::None),
+            ("one view waits", &[none, waits(3, 0)], Some((1, Parked))),
+            (
+                "this very request's park wins over any other",
+                &[waits(3, 3), mine(Parked)],
+                Some((1, Parked)),
+            ),
+            (
+                "the rest of a lone request stays lone",
+                &[waits(3, 3), mine(Lone)],
+                Some((1, Lone)),
+            ),
+            (
+                "walks in step, turnarounds unknown: the one that parked first",
+                &[waits(4, 0), waits(2, 0)],
+                Some((0, Ambiguous)),
+            ),
+            (
+                "turnarounds known: the park as old as its walk's turnaround",
+                &[waits(6, 8), waits(2, 2)],
+                Some((1, Ambiguous)),
+            ),
+            (
+                "a new walk is taken to be as fast as the others",
+                &[waits(6, 6), waits(2, 0)],
+                Some((0, Ambiguous)),
+            ),
+            (
+                "a paused park loses to a moving one",
+                &[waits(50, 2), waits(2, 2)],
+                Some((1, Ambiguous)),
+            ),
+            (
+                "only paused parks: the most recent",
+                &[waits(50, 2), waits(20, 2)],
+                Some((1, Ambiguous)),
+            ),
+            (
+                "a waiting walk wins over one that went on",
+                &[went_on(1), waits(30, 2)],
+                Some((1, Parked)),
+            ),
+            (
+                "went on just now: the walk whose park was taken",
+                &[none, went_on(3)],
+                Some((1, Repeated)),
+            ),
+            (
+                "went on earlier: a re-sent request or a lone GetNext",
+                &[went_on(40), went_on(20)],
+                Some((1, WentBy)),
+            ),
+        ];
+        for (what, at, expected) in cases {
+            assert_eq!(choose(at, 10), *expected, "{what}");
+        }
     }
 
     #[test]
