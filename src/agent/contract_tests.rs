@@ -274,6 +274,9 @@ struct Model {
     /// Per snapshot: when it last answered anything, and a GetNext or GetBulk.
     served: std::collections::HashMap<u64, Served>,
     walked_on: std::collections::HashSet<u64>,
+    /// Walks whose place a lone GetNext took while they waited: the contract counts such a
+    /// walk as the second walk of the residual case when it comes back.
+    stolen: std::collections::HashSet<u64>,
     next_walk: u64,
     /// The last request of any kind, and the last GetNext or GetBulk.
     last_request: Option<Instant>,
@@ -398,6 +401,7 @@ impl Model {
             went_on: std::collections::HashMap::new(),
             served: std::collections::HashMap::new(),
             walked_on: std::collections::HashSet::new(),
+            stolen: std::collections::HashSet::new(),
             instances: instances(rows),
             history: std::collections::HashMap::new(),
             next_walk: 0,
@@ -614,6 +618,9 @@ impl Model {
                     // takes it off), and waits in its stead (the walk itself is still there,
                     // as far as the model knows).
                     (true, s, Some((next, _))) => {
+                        if let Some(p) = &waiting {
+                            self.stolen.insert(p.walk);
+                        }
                         if let Some(s) = s {
                             self.went_on_at(&oid, s, now);
                         }
@@ -725,9 +732,11 @@ impl Model {
             walk.longest_pause = walk.longest_pause.max(pause);
             // The residual case, as the contract names it: another walk on another snapshot
             // waits where this one continues from.
-            let residual = walk
-                .on
-                .is_some_and(|s| self.residual(&at, s, walk.id, walk.parked));
+            let stolen = sees && self.stolen.remove(&walk.id);
+            let residual = stolen
+                || walk
+                    .on
+                    .is_some_and(|s| self.residual(&at, s, walk.id, walk.parked));
             let payload = if reps == 1 {
                 Payload::GetNext {
                     ranges: vec![range(at.clone())],
@@ -874,22 +883,11 @@ impl Model {
                 left: None,
             })
         });
-        // Walks waiting at one OID of one snapshot share one record, which lasts a
-        // walk-window from the last stop there ("how many walks parked there have not come
-        // back yet", and when one last parked there).
-        let last_stop = |p: &Park| {
-            self.history.get(&p.oid).map_or(p.at, |h| {
-                h.iter()
-                    .filter(|q| q.snapshot == p.snapshot)
-                    .map(|q| q.at)
-                    .fold(p.at, Instant::max)
-            })
-        };
         self.parks
             .get(oid)
             .into_iter()
             .flatten()
-            .filter(|p| now.saturating_duration_since(last_stop(p)) < self.c.w)
+            .filter(|p| now.saturating_duration_since(p.at) < self.c.w)
             .cloned()
             .chain(in_progress.filter(|p| &p.oid == oid))
             .filter(|p| Some(p.walk) != except)
@@ -906,6 +904,17 @@ impl Model {
     /// A walk (or a stand-in) stopped at `oid` now.
     fn stopped(&mut self, oid: &Oid, snapshot: Option<u64>, walk: u64) {
         let (now, w) = (self.rig.now, self.c.w);
+        // Walks waiting at one OID of one snapshot share one record, which lasts a
+        // walk-window from the last stop there ("how many walks parked there have not come
+        // back yet", and when one last parked there): a stop keeps the others waiting.
+        if let Some(ps) = self.parks.get_mut(oid) {
+            for p in ps
+                .iter_mut()
+                .filter(|p| p.snapshot == snapshot && now.saturating_duration_since(p.at) < w)
+            {
+                p.at = now;
+            }
+        }
         let here = self.history.entry(oid.clone()).or_default();
         here.retain(|p| now.saturating_duration_since(p.left.unwrap_or(p.at)) < w);
         here.push(Park {
@@ -941,8 +950,7 @@ impl Model {
     fn wait(&mut self, park: Park) {
         let (now, w) = (self.rig.now, self.c.w);
         let here = self.parks.entry(park.oid.clone()).or_default();
-        // Kept for two windows: a later stop at the same place may keep one alive.
-        here.retain(|p| now.saturating_duration_since(p.at) < 2 * w);
+        here.retain(|p| now.saturating_duration_since(p.at) < w);
         here.push(park);
     }
 

@@ -97,6 +97,9 @@ struct Park {
     by: u32,
 }
 
+// Twelve bytes a slot, as ARCHITECTURE.md says.
+const _: () = assert!(std::mem::size_of::<Park>() == 12);
+
 /// Instance numbers are small integers of our own numbering; a multiply-shift hash spreads
 /// them at a fraction of SipHash's cost, on the path of every request.
 #[derive(Default)]
@@ -234,7 +237,7 @@ pub enum Continuation {
     /// Exactly one view has a walk waiting there.
     Parked,
     /// Walks on more than one view wait at the same OID (the residual case): see
-    /// `pick_waiting` for which is taken to be the one asking.
+    /// [`choose`] for which is taken to be the one asking.
     Ambiguous,
     /// A walk went on from there within the in-progress window: most likely a walk whose
     /// park a lone GetNext took just before it came back. It continues on that view and
@@ -657,6 +660,9 @@ struct Found {
 }
 
 impl Found {
+    /// How many waiting parks are kept without allocating: a request has one start per
+    /// range, and managers send a handful of ranges; a request with more looks its starts
+    /// up again after choosing (see `take_off`).
     const KEPT: usize = 8;
 
     fn keep(&mut self, view: usize, instance: u32) {
