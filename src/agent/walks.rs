@@ -29,7 +29,8 @@ pub const MAX_LIVE_VIEWS: usize = 3;
 /// Park times are kept in ticks of 100 µs from a per-view epoch, in 32 bits (fine enough to
 /// order two managers that park within the same millisecond); the epoch moves before they
 /// could overflow (after 5 days), and the parks move with it.
-const TICK_NS: u128 = 100_000;
+const TICK_NS: u32 = 100_000;
+const TICKS_PER_SEC: u64 = 10_000;
 const EPOCH_SPAN: Duration = Duration::from_secs(4 * 86_400);
 
 /// The timing heuristics that tell walks apart, in one place. The master gives no walk
@@ -184,11 +185,7 @@ impl Tracked {
     }
 
     fn stamp(&self, now: Instant) -> u32 {
-        let ticks = now.saturating_duration_since(self.epoch).as_nanos() / TICK_NS;
-        u32::try_from(ticks)
-            .unwrap_or(u32::MAX - 1)
-            .min(u32::MAX - 1)
-            + 1
+        ticks(now.saturating_duration_since(self.epoch)).min(u32::MAX - 1) + 1
     }
 
     /// Moves the epoch up to `window` before `now`, keeping the times of the parks that
@@ -203,8 +200,8 @@ impl Tracked {
         self.epoch = epoch;
     }
 
-    /// The park at `oid`'s instance, when a walk parked there within `window`.
-    fn live_park(&self, oid: &[u32], now: Instant, window: Duration) -> Option<(u32, Park)> {
+    /// The park at `oid`'s instance, when a walk parked there within `window` ticks.
+    fn live_park(&self, oid: &[u32], now: Instant, window: u32) -> Option<(u32, Park)> {
         if self.parks.is_empty() {
             return None;
         }
@@ -214,7 +211,7 @@ impl Tracked {
             return None;
         }
         let age = self.stamp(now).saturating_sub(park.at);
-        (u128::from(age) * TICK_NS < window.as_nanos()).then_some((instance, park))
+        (age < window).then_some((instance, park))
     }
 
     fn forget_parks(&mut self) {
@@ -226,7 +223,12 @@ impl Tracked {
 
 /// A duration in park ticks.
 fn ticks(d: Duration) -> u32 {
-    u32::try_from(d.as_nanos() / TICK_NS).unwrap_or(u32::MAX)
+    // Whole seconds and the rest apart: no 128-bit division on the path of every request.
+    let t = d
+        .as_secs()
+        .saturating_mul(TICKS_PER_SEC)
+        .saturating_add(u64::from(d.subsec_nanos() / TICK_NS));
+    u32::try_from(t).unwrap_or(u32::MAX)
 }
 
 /// How a continuation was decided, for the caller's statistics and logs.
@@ -262,6 +264,10 @@ pub struct WalkTracker {
     in_progress: Duration,
     /// The resend window, never longer than the walk-window.
     resend: Duration,
+    /// The three in park ticks, worked out once.
+    window_ticks: u32,
+    in_progress_ticks: u32,
+    resend_ticks: u32,
     /// Oldest first; the last one is the current view.
     views: Vec<Tracked>,
 }
@@ -273,6 +279,9 @@ impl WalkTracker {
             policy,
             in_progress: Duration::ZERO,
             resend: Duration::ZERO,
+            window_ticks: 0,
+            in_progress_ticks: 0,
+            resend_ticks: 0,
             views: Vec::with_capacity(MAX_LIVE_VIEWS),
         };
         w.set_timing(window, max_age);
@@ -283,6 +292,9 @@ impl WalkTracker {
         self.window = window.min(MAX_WINDOW);
         self.in_progress = self.policy.in_progress(max_age);
         self.resend = self.policy.resend_window.min(self.window);
+        self.window_ticks = ticks(self.window);
+        self.in_progress_ticks = ticks(self.in_progress);
+        self.resend_ticks = ticks(self.resend);
     }
 
     /// A walk that parked this recently is in progress (see [`WalkPolicy`]).
@@ -399,7 +411,7 @@ impl WalkTracker {
             return;
         }
         let at = t.stamp(now);
-        let window = ticks(self.window);
+        let window = self.window_ticks;
         let p = t.parks.entry(instance).or_default();
         if p.at == 0 || at.saturating_sub(p.at) >= window {
             // What was here has expired: nothing of it counts any more.
@@ -445,7 +457,7 @@ impl WalkTracker {
     /// older than that is a walk that paused or ended (a probe ends at once); joining it
     /// would serve a new walk old figures while nothing walks, so it is left alone.
     pub fn joinable(&self, oid: &[u32], now: Instant, max_age: Duration) -> Option<Arc<MibView>> {
-        let in_progress = self.in_progress;
+        let in_progress = self.in_progress_ticks;
         self.views
             .iter()
             .filter(|t| now.saturating_duration_since(t.created) <= max_age)
@@ -474,7 +486,7 @@ impl WalkTracker {
         }
         let mut found = Found::default();
         let at = self.collect(starts.clone(), transaction, now, &mut found);
-        let Some((chosen, how)) = choose(&at[..self.views.len()], ticks(self.in_progress)) else {
+        let Some((chosen, how)) = choose(&at[..self.views.len()], self.in_progress_ticks) else {
             return none;
         };
         let a = at[chosen];
@@ -485,7 +497,7 @@ impl WalkTracker {
             (None, Some(age)) => Turnaround::of(age),
             (None, None) => Turnaround(a.turnaround),
         };
-        self.take_off(chosen, starts, &found, now);
+        self.take_off(chosen, starts, &found, a.stamp, now);
         if how == Continuation::Ambiguous {
             self.pass_over(chosen, &found);
         }
@@ -508,15 +520,16 @@ impl WalkTracker {
         S: IntoIterator<Item = &'s [u32]> + Clone,
     {
         let mut at = [AtStarts::default(); MAX_LIVE_VIEWS];
-        let resend = ticks(self.resend);
+        let resend = self.resend_ticks;
         for (v, t) in self.views.iter().enumerate() {
             if t.parks.is_empty() {
                 continue;
             }
             let stamp = t.stamp(now);
             let here = &mut at[v];
+            here.stamp = stamp;
             for s in starts.clone() {
-                let Some((instance, park)) = t.live_park(s, now, self.window) else {
+                let Some((instance, park)) = t.live_park(s, now, self.window_ticks) else {
                     continue;
                 };
                 let age = stamp.saturating_sub(park.at);
@@ -553,7 +566,7 @@ impl WalkTracker {
     /// third snapshot that stops there while it is. A walk that really waits there still
     /// finds it; it only no longer beats a walk that is moving.
     fn pass_over(&mut self, chosen: usize, found: &Found) {
-        let by = ticks(self.in_progress);
+        let by = self.in_progress_ticks;
         for &(v, instance) in &found.kept[..found.n] {
             if v == chosen {
                 continue;
@@ -566,11 +579,11 @@ impl WalkTracker {
 
     /// Takes the walk that continues off the view it waited on: one waiting walk at each of
     /// the starts where one waits.
-    fn take_off<'s, S>(&mut self, chosen: usize, starts: S, found: &Found, now: Instant)
+    fn take_off<'s, S>(&mut self, chosen: usize, starts: S, found: &Found, stamp: u32, now: Instant)
     where
         S: IntoIterator<Item = &'s [u32]>,
     {
-        let window = self.window;
+        let window = self.window_ticks;
         let t = &mut self.views[chosen];
         // With more hits than kept, the starts are looked up again.
         let again: Vec<u32> = if found.overflow {
@@ -587,7 +600,6 @@ impl WalkTracker {
             .iter()
             .filter(|(v, _)| *v == chosen)
             .map(|&(_, instance)| instance);
-        let stamp = t.stamp(now);
         for instance in kept.chain(again) {
             if let Some(p) = t.parks.get_mut(&instance) {
                 p.waiting = p.waiting.saturating_sub(1);
@@ -648,6 +660,8 @@ struct AtStarts {
     went_on: Option<u32>,
     /// A park there was left by this very request (its transactionID): how it continues.
     same_request: Option<Continuation>,
+    /// Now, in this view's ticks (so that taking a walk off reads no clock again).
+    stamp: u32,
 }
 
 /// The waiting parks found while collecting, to take off the chosen view after; kept
