@@ -43,8 +43,9 @@ pub(crate) struct WalkPolicy {
     /// under load, or a master serving many, takes that long between two requests) and at
     /// most `in_progress_max`. It is at once the quiet window of the freshness clause (no
     /// walk parked within it: nothing walks), the age up to which a park may be joined by a
-    /// new walk, and the age below which two walks waiting at one OID are taken to come back
-    /// in the order they parked (see `choose`).
+    /// new walk, the age below which a walk waiting at an OID is taken to be moving when
+    /// walks of several views wait there, and the time within which a request that starts
+    /// where a walk went on is taken to be that walk (see `choose`).
     pub(crate) in_progress_min: Duration,
     pub(crate) in_progress_max: Duration,
     /// How long a walk may go quiet and still keep its snapshot when all [`MAX_LIVE_VIEWS`]
