@@ -636,14 +636,11 @@ impl Model {
                     }
                     (false, s, next) => {
                         // Where a walk went by earlier, it leaves where it stopped as a
-                        // place a walk went by; elsewhere a mark, which is no walk's.
-                        if let (Some((next, _)), Some(s)) = (next, s) {
+                        // place a walk went by; elsewhere a mark, which is no walk's and
+                        // leaves a place a walk went by as it is.
+                        if let (Some((next, _)), Some(s), true) = (next, s, went_by) {
                             let next = next.clone();
-                            if went_by {
-                                self.went_on_at(&next, s, now);
-                            } else if let Some(v) = self.went_on.get_mut(&next) {
-                                v.retain(|(on, _)| *on != s);
-                            }
+                            self.went_on_at(&next, s, now);
                         }
                         if !went_by {
                             if let Some(s) = s {

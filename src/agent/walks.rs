@@ -427,12 +427,20 @@ impl WalkTracker {
                 p.turnaround = turnaround;
                 t.newest_park = Some(now);
             }
-            Leave::WentBy | Leave::Mark => {
-                // Neither touches the time of walks waiting here: it must not keep them
-                // alive past the walk-window. Where walks only went by, it takes the place.
+            Leave::WentBy => {
+                // It does not touch the time of walks waiting here: it must not keep them
+                // alive past the walk-window.
                 if p.waiting == 0 {
                     p.at = at;
-                    p.walked = what == Leave::WentBy;
+                    p.walked = true;
+                }
+                t.newest_mark = Some(now);
+            }
+            Leave::Mark => {
+                // Nor does a mark, and it leaves a place a walk went by as it is: a walk
+                // whose park a lone GetNext took may be coming on from here.
+                if p.waiting == 0 && !p.walked {
+                    p.at = at;
                 }
                 t.newest_mark = Some(now);
             }
