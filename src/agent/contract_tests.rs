@@ -211,11 +211,10 @@ struct Park {
     left: Option<Instant>,
 }
 
-/// When a snapshot last answered: anything, a request that parks (a walk's, a probe's, a
-/// stand-in's), and a lone GetNext (which leaves a mark).
-#[derive(Clone, Copy, Debug)]
+/// When a snapshot last answered a request that parks (a walk's, a probe's, a stand-in's),
+/// and a lone GetNext (which leaves a mark).
+#[derive(Clone, Copy, Debug, Default)]
 struct Served {
-    any: Instant,
     park: Option<Instant>,
     mark: Option<Instant>,
 }
@@ -609,8 +608,8 @@ impl Model {
                     let now = self.rig.now;
                     if stands_in {
                         self.parked_on(s, now);
-                    } else if let Some(served) = self.served.get_mut(&s) {
-                        served.mark = Some(now);
+                    } else {
+                        self.served.entry(s).or_default().mark = Some(now);
                     }
                 }
                 match (stands_in, s, got.first()) {
@@ -997,15 +996,6 @@ impl Model {
         }
         let read = answered?;
         self.check_stale(read, before, what);
-        let now = self.rig.now;
-        self.served
-            .entry(read)
-            .or_insert(Served {
-                any: now,
-                park: None,
-                mark: None,
-            })
-            .any = now;
         Some(read)
     }
 
@@ -1060,9 +1050,7 @@ impl Model {
     /// paused that briefly keeps its snapshot, so no fourth can be read, and a new walk gets
     /// the current one, no older than F.
     fn parked_on(&mut self, s: u64, now: Instant) {
-        if let Some(served) = self.served.get_mut(&s) {
-            served.park = Some(now);
-        }
+        self.served.entry(s).or_default().park = Some(now);
     }
 
     fn views_held(&self, now: Instant) -> bool {

@@ -198,7 +198,7 @@ impl Agent {
         // While walks are in progress, the current view keeps serving new walks and Gets up
         // to the freshness bound: walks that overlap in time share one snapshot, which
         // keeps them apart where they park at the same OIDs.
-        let busy = self.walks.busy(now, self.busy_after());
+        let busy = self.walks.busy(now);
         if busy
             && self
                 .store
@@ -208,12 +208,6 @@ impl Agent {
             return false;
         }
         self.walks.make_room(now)
-    }
-
-    /// A walk that parked this recently is in progress: max-age, but at least 0.1 s and
-    /// at most 1 s (see [`WalkPolicy`]).
-    fn busy_after(&self) -> Duration {
-        self.walks.in_progress()
     }
 
     /// The caller starts reading the source now.

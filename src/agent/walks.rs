@@ -298,11 +298,6 @@ impl WalkTracker {
         self.resend_ticks = ticks(self.resend);
     }
 
-    /// A walk that parked this recently is in progress (see [`WalkPolicy`]).
-    pub fn in_progress(&self) -> Duration {
-        self.in_progress
-    }
-
     /// Views alive now, the current one included.
     pub fn live_views(&self) -> usize {
         self.views.len()
@@ -451,12 +446,13 @@ impl WalkTracker {
         }
     }
 
-    /// True when a walk parked on any live view within `recent`: walks are in progress.
-    pub fn busy(&self, now: Instant, recent: Duration) -> bool {
+    /// True when a walk parked on any live view within the in-progress window: walks are
+    /// in progress.
+    pub fn busy(&self, now: Instant) -> bool {
         self.views
             .iter()
             .filter_map(|t| t.newest_park)
-            .any(|p| now.saturating_duration_since(p) < recent)
+            .any(|p| now.saturating_duration_since(p) < self.in_progress)
     }
 
     /// The view, no older than `max_age`, on which a walk in progress waits at `oid`: one
