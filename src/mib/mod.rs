@@ -11,9 +11,16 @@
 //! [`scalar_next`] answer them from a [`DaemonStatus`], and a [`MibView`] answers the tables.
 //! Every scalar sorts before every table cell, so a GetNext tries the scalars first.
 
+mod notify;
+
+pub use notify::{
+    notification_varbinds, Notification, NotificationType, NotifiedRow, SNMP_TRAP_OID_0,
+};
+use notify::NOTIFY_OBJECT_DEFS;
+
 use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
 use crate::oid::Oid;
-use crate::value::{Value, VarBind};
+use crate::value::Value;
 use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -254,6 +261,13 @@ fn root(tail: &[u32]) -> Vec<u32> {
     v
 }
 
+/// The OID of the object `name` (no instance suffix), from the object registry.
+pub(crate) fn object_oid(name: &str) -> Option<&'static [u32]> {
+    static DEFS: OnceLock<Vec<ObjectDef>> = OnceLock::new();
+    let defs = DEFS.get_or_init(object_defs);
+    defs.iter().find(|d| d.name == name).map(|d| d.oid.as_slice())
+}
+
 /// Every OBJECT-TYPE of the MIB, in OID order.
 pub fn object_defs() -> Vec<ObjectDef> {
     use Access::*;
@@ -331,221 +345,6 @@ pub fn object_defs() -> Vec<ObjectDef> {
         v.push(def(name, &tail, syntax, AccessibleForNotify));
     }
     v
-}
-
-/// memstatNotifyObjects: the objects carried only in notifications.
-const NOTIFY_OBJECT_DEFS: &[(u32, &str, Syntax)] = &[
-    (1, "memNotifyFailureIncrease", Syntax::Counter64),
-    (2, "memNotifyLimitUsage", Syntax::Counter64),
-    (3, "memNotifySuppressed", Syntax::Unsigned32),
-];
-
-/// A notification of MEMSTAT-MIB (memstatNotifications).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum NotificationType {
-    AllocFailure = 1,
-    LimitNearing = 2,
-    LimitCleared = 3,
-    SourceStale = 4,
-    SourceRecovered = 5,
-    Suppressed = 6,
-}
-
-impl NotificationType {
-    pub const ALL: [NotificationType; 6] = [
-        NotificationType::AllocFailure,
-        NotificationType::LimitNearing,
-        NotificationType::LimitCleared,
-        NotificationType::SourceStale,
-        NotificationType::SourceRecovered,
-        NotificationType::Suppressed,
-    ];
-
-    /// The NOTIFICATION-TYPE's name in the MIB.
-    pub fn name(self) -> &'static str {
-        match self {
-            NotificationType::AllocFailure => "memTypeAllocFailure",
-            NotificationType::LimitNearing => "memTypeLimitNearing",
-            NotificationType::LimitCleared => "memTypeLimitCleared",
-            NotificationType::SourceStale => "memSourceStale",
-            NotificationType::SourceRecovered => "memSourceRecovered",
-            NotificationType::Suppressed => "memNotificationsSuppressed",
-        }
-    }
-
-    /// Its OID: the value of snmpTrapOID.0.
-    pub fn oid(self) -> Oid {
-        Oid(root(&[NOTIFICATIONS, self as u32]))
-    }
-
-    /// The names of its OBJECTS clause, in order (each varbind is one of them).
-    pub fn objects(self) -> &'static [&'static str] {
-        match self {
-            NotificationType::AllocFailure => &[
-                "memTypeName",
-                "memTypeAllocator",
-                "memTypeFailures",
-                "memNotifyFailureIncrease",
-            ],
-            NotificationType::LimitNearing | NotificationType::LimitCleared => &[
-                "memTypeName",
-                "memTypeAllocator",
-                "memNotifyLimitUsage",
-                "memTypeCountLimit",
-            ],
-            NotificationType::SourceStale => {
-                &["memSourceName", "memSourceStatus", "memSourceLastError"]
-            }
-            NotificationType::SourceRecovered => &["memSourceName", "memSourceStatus"],
-            NotificationType::Suppressed => &["memNotifySuppressed"],
-        }
-    }
-}
-
-/// snmpTrapOID.0 (SNMPv2-MIB), the first varbind of every Notify we send.
-pub const SNMP_TRAP_OID_0: &[u32] = &[1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0];
-
-/// The varbinds of a notification's Notify PDU: snmpTrapOID.0 first (RFC 2741 §6.2.10; no
-/// sysUpTime.0, which the master adds from its own clock, where we could only estimate it),
-/// then one per object of its OBJECTS clause, built from the definitions above.
-pub fn notification_varbinds(what: &Notification) -> Vec<VarBind> {
-    let col = |name: &str, index: u32| -> Oid {
-        let sub = TYPE_COLUMNS
-            .iter()
-            .find(|c| c.1 == name)
-            .map(|c| c.0)
-            .expect("a memTypeTable column");
-        Oid(root(&[OBJECTS, TYPE_TABLE, 1, sub, index]))
-    };
-    let scalar = |name: &str| -> Oid {
-        let sub = SCALARS
-            .iter()
-            .find(|c| c.1 == name)
-            .map(|c| c.0)
-            .expect("a memstatDaemon scalar");
-        Oid(root(&[OBJECTS, DAEMON, sub, 0]))
-    };
-    let notify = |name: &str| -> Oid {
-        let sub = NOTIFY_OBJECT_DEFS
-            .iter()
-            .find(|c| c.1 == name)
-            .map(|c| c.0)
-            .expect("a memstatNotifyObjects object");
-        Oid(root(&[OBJECTS, NOTIFY_OBJECTS, sub, 0]))
-    };
-    let row = |r: &NotifiedRow| {
-        [
-            (col("memTypeName", r.index), text(&r.name)),
-            (
-                col("memTypeAllocator", r.index),
-                Value::Integer(r.allocator.number() as i32),
-            ),
-        ]
-    };
-    let mut v = vec![(
-        Oid::from_slice(SNMP_TRAP_OID_0),
-        Value::ObjectIdentifier(what.kind().oid()),
-    )];
-    match what {
-        Notification::AllocFailure {
-            row: r,
-            failures,
-            increase,
-        } => {
-            v.extend(row(r));
-            v.push((col("memTypeFailures", r.index), Value::Counter64(*failures)));
-            v.push((
-                notify("memNotifyFailureIncrease"),
-                Value::Counter64(*increase),
-            ));
-        }
-        Notification::LimitNearing {
-            row: r,
-            usage,
-            limit,
-        }
-        | Notification::LimitCleared {
-            row: r,
-            usage,
-            limit,
-        } => {
-            v.extend(row(r));
-            v.push((notify("memNotifyLimitUsage"), Value::Counter64(*usage)));
-            v.push((col("memTypeCountLimit", r.index), Value::Counter64(*limit)));
-        }
-        Notification::SourceStale { source, error } => {
-            v.push((scalar("memSourceName"), text(source)));
-            v.push((
-                scalar("memSourceStatus"),
-                Value::Integer(SourceStatus::Stale as i32),
-            ));
-            v.push((scalar("memSourceLastError"), text(error)));
-        }
-        Notification::SourceRecovered { source } => {
-            v.push((scalar("memSourceName"), text(source)));
-            v.push((
-                scalar("memSourceStatus"),
-                Value::Integer(SourceStatus::Ok as i32),
-            ));
-        }
-        Notification::Suppressed { count } => {
-            v.push((notify("memNotifySuppressed"), Value::Gauge32(*count)));
-        }
-    }
-    v.into_iter()
-        .map(|(name, value)| VarBind { name, value })
-        .collect()
-}
-
-/// The row a notification is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotifiedRow {
-    pub index: u32,
-    pub name: String,
-    pub allocator: Allocator,
-}
-
-/// One notification due, with the figures it carries.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Notification {
-    AllocFailure {
-        row: NotifiedRow,
-        failures: u64,
-        increase: u64,
-    },
-    LimitNearing {
-        row: NotifiedRow,
-        usage: u64,
-        limit: u64,
-    },
-    LimitCleared {
-        row: NotifiedRow,
-        usage: u64,
-        limit: u64,
-    },
-    SourceStale {
-        source: String,
-        error: String,
-    },
-    SourceRecovered {
-        source: String,
-    },
-    Suppressed {
-        count: u32,
-    },
-}
-
-impl Notification {
-    pub fn kind(&self) -> NotificationType {
-        match self {
-            Notification::AllocFailure { .. } => NotificationType::AllocFailure,
-            Notification::LimitNearing { .. } => NotificationType::LimitNearing,
-            Notification::LimitCleared { .. } => NotificationType::LimitCleared,
-            Notification::SourceStale { .. } => NotificationType::SourceStale,
-            Notification::SourceRecovered { .. } => NotificationType::SourceRecovered,
-            Notification::Suppressed { .. } => NotificationType::Suppressed,
-        }
-    }
 }
 
 /// True for OIDs under memstatDaemon, the scalars, whose values do not come from a
