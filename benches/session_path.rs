@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
         walk_window: Duration::from_secs(30),
     };
     let mut agent = Agent::new(
-        "bench".into(),
+        &["bench".into()],
         StableIndexes::in_memory(),
         settings,
         Instant::now(),

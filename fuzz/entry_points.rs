@@ -139,7 +139,7 @@ fn maxid_and_stream(data: &[u8]) -> Option<(u32, &[u8])> {
 }
 
 fn check_stream(
-    result: Result<Vec<MemoryType>, memstat_agentx::memstat::source::SourceError>,
+    result: Result<Vec<MemoryType>, memstat_agentx::memstat::SourceError>,
     stream: &[u8],
     maxid: u32,
     what: &str,

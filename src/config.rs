@@ -15,7 +15,7 @@
 use crate::agentx::session::MasterAddr;
 use crate::boundedfile::{self, FileError};
 pub use crate::logging::{LogLevel, LogTarget};
-use crate::memstat::SourceKind;
+use crate::memstat::SourceChoice;
 use crate::privdrop::{self, Account};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -85,8 +85,8 @@ const OR_OFF: Rule = Seconds { zero_ok: true };
 settings! {
     /// The AgentX master: an absolute socket path, unix:PATH or tcp:HOST:PORT.
     agentx_socket: MasterAddr = "agentx-socket", Text, default Some("/var/agentx/master"), Applied;
-    /// Where the statistics come from: auto, linux, linux:PATH, freebsd or fixture:PATH.
-    source: SourceKind = "source", Text, default Some("auto"), Restart;
+    /// Where the statistics come from: auto, or sources separated by commas (see SOURCES).
+    source: SourceChoice = "source", Text, default Some("auto"), Restart;
     /// Maximum snapshot age for a new walk or a Get, in seconds (greater than zero).
     max_age: Duration = "max-age", POSITIVE, default Some("5"), Applied;
     /// How long a walk stays on its snapshot, in seconds (greater than zero).
@@ -444,7 +444,7 @@ macro_rules! parsed_from_text {
         }
     )+};
 }
-parsed_from_text!(MasterAddr, SourceKind, LogLevel, LogTarget);
+parsed_from_text!(MasterAddr, SourceChoice, LogLevel, LogTarget);
 
 /// A string value. No setting takes a NUL byte: each is a path, a name or a word, and a NUL
 /// would only reach the log raw, or be cut short by a system call.
@@ -600,7 +600,7 @@ mod tests {
             c.agentx_socket,
             MasterAddr::Unix("/var/agentx/master".into())
         );
-        assert_eq!(c.source, SourceKind::Auto);
+        assert_eq!(c.source, SourceChoice::Auto);
         assert_eq!(c.max_age, Duration::from_secs(5));
         assert_eq!(c.walk_window, Duration::from_secs(30));
         assert_eq!(c.ping_interval, Duration::from_secs(15));
@@ -678,7 +678,7 @@ notify-source = false
         );
         assert!(!c.notify_alloc_failure && !c.notify_limit && !c.notify_source);
         assert_eq!(c.agentx_socket, MasterAddr::Tcp("localhost:705".into()));
-        assert_eq!(c.source, SourceKind::Fixture("/tmp/x.json".into()));
+        assert_eq!(c.source.to_string(), "fixture:/tmp/x.json");
         assert_eq!(c.max_age, Duration::from_millis(500));
         assert_eq!(c.walk_window, Duration::from_secs(60));
         assert_eq!(c.ping_interval, Duration::ZERO);
@@ -836,7 +836,7 @@ notify-source = false
         assert!(m.contains("stderr") && m.contains("syslog"), "{m}");
         let m = bad("\nsource = \"solaris\"\n", "source", 2);
         assert!(
-            m.contains("linux:PATH") && m.contains("fixture:PATH"),
+            m.contains("linux[:PATH]") && m.contains("fixture:PATH"),
             "{m}"
         );
         for text in ["source = \"fixture:\"", "source = \"linux:\""] {
@@ -981,7 +981,7 @@ notify-source = false
         )
         .unwrap();
         assert_eq!(c.agentx_socket, MasterAddr::Tcp("localhost:705".into()));
-        assert_eq!(c.source, SourceKind::Fixture("/f.json".into()));
+        assert_eq!(c.source.to_string(), "fixture:/f.json");
         assert_eq!(c.max_age, Duration::from_millis(500));
         assert_eq!(c.ping_interval, Duration::ZERO);
         assert_eq!(c.log_level, LogLevel::Trace);

@@ -7,7 +7,7 @@ use memstat_agentx::config::{
     Config, ConfigError, RawSettings, Rule, DEFAULT_CONFIG_PATH, SETTINGS,
 };
 use memstat_agentx::index::StableIndexes;
-use memstat_agentx::memstat::{Snapshot, Source, SourceKind};
+use memstat_agentx::memstat::{source, Snapshot, SourceChoice, Sources};
 use memstat_agentx::reader::SourceReader;
 use memstat_agentx::report::{self, Format};
 use memstat_agentx::statedir::{self, LockError, StateLock};
@@ -157,16 +157,19 @@ impl SettingArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Run the AgentX subagent.
+    #[command(after_help = source::help_text())]
     Run(SettingArgs),
     /// Print one snapshot of the allocator statistics.
+    #[command(after_help = source::help_text())]
     Dump {
-        /// auto, linux, linux:PATH, freebsd or fixture:PATH
+        /// auto, or sources separated by commas (see Sources below)
         #[arg(long, default_value = "auto")]
         source: String,
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
     },
     /// Give run's verdict on the settings, without starting anything, and print them.
+    #[command(after_help = source::help_text())]
     CheckConfig {
         #[command(flatten)]
         settings: SettingArgs,
@@ -208,10 +211,10 @@ fn main() -> ExitCode {
 
 fn dump(source: &str, format: FormatArg) -> ExitCode {
     let result = source
-        .parse::<SourceKind>()
-        .and_then(|k| Source::open(&k))
+        .parse::<SourceChoice>()
+        .and_then(|k| Sources::open(&k))
         .and_then(|mut s| {
-            let types = s.read()?;
+            let types = s.read().merged()?;
             Ok(Snapshot::new(0, SystemTime::now(), s.name(), types))
         });
     match result {
@@ -327,7 +330,15 @@ fn check_config(
             ));
         }
     }
-    Ok(raw.render())
+    let mut out = raw.render();
+    if cfg.source == SourceChoice::Auto {
+        // What auto means depends on the host: say what it is here.
+        if let Ok(specs) = cfg.source.resolve() {
+            let names: Vec<String> = specs.iter().map(ToString::to_string).collect();
+            out.push_str(&format!("# source auto reads {} here\n", names.join(",")));
+        }
+    }
+    Ok(out)
 }
 
 /// As the starting user, what run does before it switches: connect to syslog and open the
@@ -335,7 +346,7 @@ fn check_config(
 /// read the source once and look at the state directory. Returns the warnings, a line each.
 fn rehearse_start(cfg: &Config) -> Result<String, String> {
     logging::check_target(cfg.log_target)?;
-    let mut source = Source::open(&cfg.source).map_err(|e| e.to_string())?;
+    let mut source = Sources::open(&cfg.source).map_err(|e| e.to_string())?;
     // Root with a user first gives the directory to that user: only its mode can be wrong,
     // and its files are read here, as they will be the user's.
     let given_away = cfg.user.is_some() && privdrop::is_root();
@@ -344,9 +355,9 @@ fn rehearse_start(cfg: &Config) -> Result<String, String> {
         false => Vec::new(),
     };
     let mut after_switch = move || {
-        if let Err(e) = source.read() {
+        for e in source.read().parts.into_iter().filter_map(Result::err) {
             found.push(format!(
-                "{e}: run would serve memSourceStatus error(3) until a read works"
+                "{e}: run would serve this source as error(3) until a read of it works"
             ));
         }
         if !given_away {
@@ -454,7 +465,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
 
     // Privileged steps first: the Linux source is root-only, so it is opened (and kept
     // open) before dropping to the configured user. The state directory is made ours.
-    let source = Source::open(&cfg.source).map_err(|e| e.to_string())?;
+    let source = Sources::open(&cfg.source).map_err(|e| e.to_string())?;
     if let Some(user) = &cfg.user {
         // A directory that cannot be made the user's is not fatal: open_state below then
         // finds it unusable and the daemon serves without persisting, as check-config says.
@@ -470,7 +481,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
     // After the privilege drop: the directory must be safe for the user we now run as.
     let state = open_state(&cfg.state_dir)?;
     let mut agent = Agent::new(
-        source.name(),
+        &source.names(),
         state.indexes,
         agent_settings,
         std::time::Instant::now(),

@@ -5,7 +5,8 @@
 //! `vmstat -z`, malloc types like `vmstat -m`, slab caches like `slabtop`, with every figure
 //! the snapshot has and kernel order. An absent figure is printed as `-`, never as 0.
 
-use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot, SourceKind};
+use crate::escape::escape_controls;
+use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot};
 use crate::vmstat::{self, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
 use std::fmt::Write;
 
@@ -29,9 +30,7 @@ pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
         Format::Vmstat => {
             // The size masks index the running kernel's malloc zone table: read it when the
             // snapshot is the running kernel's, else use FreeBSD 15.0's.
-            let live = (s.source == SourceKind::FreeBsd.to_string())
-                .then(sysctl::malloc_zone_sizes)
-                .flatten();
+            let live = sysctl::live_malloc_zone_sizes(s);
             vmstat::render(s, live.as_deref().unwrap_or(&FREEBSD_MALLOC_ZONE_SIZES))
         }
     }
@@ -53,23 +52,6 @@ fn display_name(t: &MemoryType) -> String {
     } else {
         format!("{name}#{}", t.ordinal)
     }
-}
-
-pub(crate) fn escape_controls(s: &str) -> String {
-    if !s.chars().any(|c| c.is_control() || c == '\\') {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The table: one section per allocator present, in the order malloc, UMA, slab.

@@ -24,8 +24,8 @@
 //! a fixture could) is printed escaped, as in the table format, rather than sent to the
 //! terminal.
 
+use crate::escape::escape_controls;
 use crate::memstat::{Allocator, MemoryType, Snapshot};
-use crate::report::escape_controls;
 use std::fmt::{self, Write};
 
 /// The malloc zone sizes of FreeBSD 15.0 (`kmemzones` in `sys/kern/kern_malloc.c`, as

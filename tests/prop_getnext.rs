@@ -378,6 +378,7 @@ fn arb_status() -> impl Strategy<Value = DaemonStatus> {
                     last_error: err,
                     notifications_sent: refreshes / 3,
                     notifications_dropped: failures / 2,
+                    sources: Vec::new(),
                 }
             },
         )
@@ -573,6 +574,7 @@ fn repeated_cpu_numbers_get_and_getnext_agree() {
         last_error: String::new(),
         notifications_sent: 0,
         notifications_dropped: 0,
+        sources: Vec::new(),
     };
     let mib = Mib::new(&view, &st);
     let mut at = r(&[1, 3, 1, 2]);

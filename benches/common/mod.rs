@@ -51,6 +51,7 @@ pub fn status() -> DaemonStatus {
         last_error: String::new(),
         notifications_sent: 0,
         notifications_dropped: 0,
+        sources: Vec::new(),
     }
 }
 

@@ -27,7 +27,7 @@ use crate::agentx::pdu::{
 };
 use crate::index::{IndexError, StableIndexes};
 use crate::logging::RateLimited;
-use crate::memstat::{MemoryType, SourceError};
+use crate::memstat::{MemoryType, SourceError, SourceRead};
 use crate::mib::{self, DaemonStatus, MibView, Notification, SourceStatus};
 use crate::oid::Oid;
 use crate::value::Value;
@@ -113,14 +113,16 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// An agent serving the snapshots of `sources` (their names, in the order of the
+    /// `source` setting and of every read's parts).
     pub fn new(
-        source_name: String,
+        sources: &[String],
         indexes: StableIndexes,
         settings: AgentSettings,
         now: Instant,
     ) -> Agent {
         Agent {
-            store: SnapshotStore::new(source_name, settings.max_age),
+            store: SnapshotStore::new(sources, settings.max_age),
             rows: RowIdentity::new(indexes),
             walks: WalkTracker::new(settings.walk_window, settings.max_age, WalkPolicy::DEFAULT),
             scalars: DaemonScalars::new(now),
@@ -254,14 +256,14 @@ impl Agent {
     }
 
     /// The read finished: a good one becomes the current view.
-    pub fn read_finished(&mut self, result: Result<Vec<MemoryType>, SourceError>, now: Instant) {
+    pub fn read_finished(&mut self, read: impl Into<SourceRead>, now: Instant) {
         let before = self.store.status();
-        self.install_read(result, now);
+        self.install_read(read.into(), now);
         self.source_changed(before);
     }
 
-    fn install_read(&mut self, result: Result<Vec<MemoryType>, SourceError>, now: Instant) {
-        let Ok(snap) = self.store.read_finished(result) else {
+    fn install_read(&mut self, read: SourceRead, now: Instant) {
+        let Ok(snap) = self.store.read_finished(read) else {
             return;
         };
         if !self.walks.make_room(now) {

@@ -126,7 +126,7 @@ impl Rig {
             walk_window,
         };
         Rig {
-            agent: Agent::new("test".into(), StableIndexes::in_memory(), settings, t0),
+            agent: Agent::new(&["test".into()], StableIndexes::in_memory(), settings, t0),
             kernel,
             t0,
             now: t0,

@@ -118,17 +118,30 @@ impl RowIdentity {
         } else {
             // Rare: only a full index space gets here. Serve the rows that have an index.
             let (generation, taken_at) = (snap.generation, snap.taken_at());
+            // Which part each row belongs to, so that the kept rows' parts can be counted.
+            let part_of: Vec<usize> = snap
+                .parts
+                .iter()
+                .enumerate()
+                .flat_map(|(p, &n)| std::iter::repeat(p).take(n as usize))
+                .collect();
+            let mut parts = vec![0u32; snap.parts.len()];
             let mut types = Vec::new();
             let mut idx = Vec::new();
             let mut d = Vec::new();
-            for ((t, i), di) in snap.types.into_iter().zip(&assigned.indexes).zip(disc) {
+            let rows = snap.types.into_iter().zip(&assigned.indexes).zip(disc);
+            for (row, ((t, i), di)) in rows.enumerate() {
                 if let Some(i) = i {
                     types.push(t);
                     idx.push(*i);
                     d.push(di);
+                    if let Some(&p) = part_of.get(row) {
+                        parts[p] += 1;
+                    }
                 }
             }
-            let kept = Snapshot::new(generation, taken_at, snap.source, types);
+            let mut kept = Snapshot::new(generation, taken_at, snap.source, types);
+            kept.parts = parts;
             MibView::new(Arc::new(kept), &idx, &d)
         };
         let mut problems = assigned.problems;

@@ -62,6 +62,7 @@ impl DaemonScalars {
                 .unwrap_or_default(),
             notifications_sent: self.notifications_sent,
             notifications_dropped: self.notifications_dropped,
+            sources: store.source_lines(),
         }
     }
 }
@@ -86,7 +87,7 @@ mod tests {
     fn status_follows_the_store() {
         let t0 = Instant::now();
         let scalars = DaemonScalars::new(t0);
-        let mut store = SnapshotStore::new("fixture:/x".into(), Duration::from_secs(5));
+        let mut store = SnapshotStore::new(&["fixture:/x".into()], Duration::from_secs(5));
         let st = scalars.status(&store, t0);
         assert_eq!(st.status, SourceStatus::Error);
         assert_eq!((st.snapshot_generation, st.snapshot_age_ms), (None, None));
@@ -94,7 +95,7 @@ mod tests {
         let err = SourceError::Unavailable {
             message: "no such file".into(),
         };
-        let _ = store.read_finished(Err(err));
+        let _ = store.read_finished(Err(err).into());
         let st = scalars.status(&store, t0);
         assert_eq!((st.refreshes, st.refresh_failures), (1, 1));
         assert_eq!(st.last_error, "no such file");

@@ -5,8 +5,8 @@
 //! That keeps this part synchronous, free of I/O, and testable with a clock of the test's
 //! choosing.
 
-use crate::memstat::{MemoryType, Snapshot, SourceError};
-use crate::mib::{MibView, SourceStatus};
+use crate::memstat::{assign_ordinals, Snapshot, SourceError, SourceRead};
+use crate::mib::{MibView, SourceLine, SourceStatus};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -36,9 +36,21 @@ impl fmt::Display for RefreshError {
 
 impl std::error::Error for RefreshError {}
 
+/// One source's state: what memSourceTable says of it.
+#[derive(Clone, Debug)]
+struct SourceState {
+    name: String,
+    /// Its last read failed with this.
+    error: Option<SourceError>,
+    /// When it was last read successfully, in milliseconds since the Unix epoch.
+    last_good_ms: Option<u64>,
+}
+
 /// The snapshot store.
 pub struct SnapshotStore {
+    /// Every source's name, as memSourceName shows them.
     source_name: String,
+    sources: Vec<SourceState>,
     max_age: Duration,
     current: Option<(Arc<MibView>, Instant)>,
     generation: u64,
@@ -53,9 +65,19 @@ pub struct SnapshotStore {
 }
 
 impl SnapshotStore {
-    pub fn new(source_name: String, max_age: Duration) -> SnapshotStore {
+    /// A store of the snapshots of `sources` (their names, in the order of the setting,
+    /// which is the order of the parts of every [`SourceRead`]).
+    pub fn new(sources: &[String], max_age: Duration) -> SnapshotStore {
         SnapshotStore {
-            source_name,
+            source_name: sources.join(","),
+            sources: sources
+                .iter()
+                .map(|name| SourceState {
+                    name: name.clone(),
+                    error: None,
+                    last_good_ms: None,
+                })
+                .collect(),
             max_age,
             current: None,
             generation: 0,
@@ -105,29 +127,83 @@ impl SnapshotStore {
         }
     }
 
-    /// The read in flight finished. A good read becomes the next snapshot, numbered and
-    /// timed, for the caller to lay out and [`install`](Self::install).
-    pub fn read_finished(
-        &mut self,
-        result: Result<Vec<MemoryType>, SourceError>,
-    ) -> Result<Snapshot, RefreshError> {
+    /// The read in flight finished. A read in which some source succeeded becomes the next
+    /// snapshot, numbered and timed, for the caller to lay out and
+    /// [`install`](Self::install): the union of every source's rows, where a source that
+    /// failed gives the rows it gave the current snapshot (its last good data), and the
+    /// snapshot is stale until every source reads again. A read in which every source failed
+    /// keeps the current snapshot, stale.
+    pub fn read_finished(&mut self, read: SourceRead) -> Result<Snapshot, RefreshError> {
         self.reading_since = None;
-        match result {
-            Ok(types) => {
-                self.generation += 1;
-                Ok(Snapshot::new(
-                    self.generation,
-                    SystemTime::now(),
-                    self.source_name.clone(),
-                    types,
-                ))
+        let now = SystemTime::now();
+        let now_ms = Snapshot::epoch_ms(now);
+        let mut parts = read.parts.into_iter();
+        let mut first_error = None;
+        let mut types = Vec::new();
+        let mut counts = Vec::with_capacity(self.sources.len());
+        let mut any_good = false;
+        let current = self.current.as_ref().map(|(v, _)| v.snapshot().clone());
+        for (i, src) in self.sources.iter_mut().enumerate() {
+            let result = parts.next().unwrap_or_else(|| {
+                Err(SourceError::Unavailable {
+                    message: format!("{}: not read", src.name),
+                })
+            });
+            let before = types.len();
+            match result {
+                Ok(rows) => {
+                    any_good = true;
+                    src.error = None;
+                    src.last_good_ms = Some(now_ms);
+                    types.extend(rows);
+                }
+                Err(e) => {
+                    if let Some(old) = current.as_ref().and_then(|s| s.part(i)) {
+                        types.extend_from_slice(old);
+                    }
+                    first_error.get_or_insert_with(|| e.clone());
+                    src.error = Some(e);
+                }
             }
-            Err(e) => {
-                let e = RefreshError::Source(e);
-                self.fail(e.clone());
-                Err(e)
+            counts.push(u32::try_from(types.len() - before).unwrap_or(u32::MAX));
+        }
+        if let Some(e) = first_error {
+            let e = RefreshError::Source(e);
+            self.fail(e.clone());
+            if !any_good {
+                return Err(e);
             }
         }
+        assign_ordinals(&mut types);
+        self.generation += 1;
+        let mut snap = Snapshot::new(self.generation, now, self.source_name.clone(), types);
+        snap.parts = counts;
+        Ok(snap)
+    }
+
+    /// What memSourceTable says of each source: the newest snapshot's rows of it, and its
+    /// last read.
+    pub fn source_lines(&self) -> Vec<SourceLine> {
+        let snap = self.current.as_ref().map(|(v, _)| v.snapshot());
+        self.sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SourceLine {
+                name: s.name.clone(),
+                status: match (&s.error, s.last_good_ms) {
+                    (_, None) => SourceStatus::Error,
+                    (Some(_), Some(_)) => SourceStatus::Stale,
+                    (None, Some(_)) => SourceStatus::Ok,
+                },
+                last_error: s
+                    .error
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                last_good_ms: s.last_good_ms,
+                types: snap.and_then(|s| s.part(i)).map(|p| p.len() as u64),
+            })
+            .collect()
     }
 
     fn fail(&mut self, e: RefreshError) {
@@ -148,7 +224,9 @@ impl SnapshotStore {
     pub fn install(&mut self, view: Arc<MibView>, at: Instant) {
         self.current = Some((view, at));
         self.outdated = false;
-        if self.last_error.take().is_some() {
+        // A snapshot in which a source gave its last good rows is stale until it reads again.
+        let all_read = self.sources.iter().all(|s| s.error.is_none());
+        if all_read && self.last_error.take().is_some() {
             tracing::info!("source {} readable again", self.source_name);
         }
     }
@@ -195,7 +273,7 @@ impl SnapshotStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memstat::Allocator;
+    use crate::memstat::{Allocator, MemoryType};
 
     fn types() -> Vec<MemoryType> {
         vec![MemoryType::new(Allocator::Slab, "kmalloc-64")]
@@ -213,12 +291,12 @@ mod tests {
     #[test]
     fn a_read_is_due_only_when_the_view_is_older_than_max_age() {
         let t0 = Instant::now();
-        let mut s = SnapshotStore::new("fixture:x".into(), Duration::from_secs(5));
+        let mut s = SnapshotStore::new(&["fixture:x".into()], Duration::from_secs(5));
         assert!(s.refresh_due(t0), "nothing read yet");
         assert_eq!(s.status(), SourceStatus::Error);
         s.read_started(t0);
         assert!(!s.refresh_due(t0), "one read at a time");
-        let snap = s.read_finished(Ok(types())).unwrap();
+        let snap = s.read_finished(Ok(types()).into()).unwrap();
         assert_eq!(snap.generation, 1);
         install(&mut s, snap, t0);
         assert_eq!(s.status(), SourceStatus::Ok);
@@ -230,9 +308,9 @@ mod tests {
     #[test]
     fn a_failed_read_keeps_the_last_view_marks_it_stale_and_waits_max_age() {
         let t0 = Instant::now();
-        let mut s = SnapshotStore::new("fixture:x".into(), Duration::from_secs(1));
+        let mut s = SnapshotStore::new(&["fixture:x".into()], Duration::from_secs(1));
         s.read_started(t0);
-        let snap = s.read_finished(Ok(types())).unwrap();
+        let snap = s.read_finished(Ok(types()).into()).unwrap();
         install(&mut s, snap, t0);
         let t1 = t0 + Duration::from_secs(2);
         s.read_started(t1);
@@ -240,7 +318,7 @@ mod tests {
             message: "gone".into(),
         };
         assert_eq!(
-            s.read_finished(Err(err.clone())),
+            s.read_finished(Err(err.clone()).into()),
             Err(RefreshError::Source(err))
         );
         assert_eq!(s.status(), SourceStatus::Stale);
@@ -252,7 +330,7 @@ mod tests {
         assert!(s.refresh_due(t1 + Duration::from_secs(1)));
         assert_eq!((s.refreshes(), s.failures()), (2, 1));
         s.read_started(t1 + Duration::from_secs(1));
-        let snap = s.read_finished(Ok(types())).unwrap();
+        let snap = s.read_finished(Ok(types()).into()).unwrap();
         assert_eq!(snap.generation, 2);
         install(&mut s, snap, t1 + Duration::from_secs(1));
         assert_eq!(s.status(), SourceStatus::Ok);
@@ -262,7 +340,7 @@ mod tests {
     #[test]
     fn an_overdue_read_is_reported_and_its_late_result_still_counts() {
         let t0 = Instant::now();
-        let mut s = SnapshotStore::new("linux:/tmp/fifo".into(), Duration::from_secs(1));
+        let mut s = SnapshotStore::new(&["linux:/tmp/fifo".into()], Duration::from_secs(1));
         s.read_started(t0);
         s.read_overdue(t0 + Duration::from_millis(800));
         let e = s.last_error().unwrap().to_string();
@@ -271,7 +349,7 @@ mod tests {
             !s.refresh_due(t0 + Duration::from_secs(10)),
             "still reading"
         );
-        let snap = s.read_finished(Ok(types())).unwrap();
+        let snap = s.read_finished(Ok(types()).into()).unwrap();
         install(&mut s, snap, t0 + Duration::from_secs(10));
         assert_eq!(s.status(), SourceStatus::Ok);
     }

@@ -15,7 +15,7 @@ use super::transport::{Connection, ConnectionError, Frame, FrameReader};
 use crate::agent::{Agent, AgentSettings, Handled};
 use crate::alarm::Alarm;
 use crate::logging::RateLimited;
-use crate::memstat::{MemoryType, SourceError};
+use crate::memstat::{SourceError, SourceRead};
 use crate::mib::{notification_varbinds, NotificationType, MEMSTAT_MIB_ROOT};
 use crate::oid::Oid;
 use crate::reader::SourceReader;
@@ -123,7 +123,7 @@ pub struct Subagent {
     /// Reconnection delays; reset by a successful Open, replaced by a reload.
     backoff: Backoff,
     /// A read whose request stopped waiting for it; its result is still used.
-    late_read: Option<oneshot::Receiver<Result<Vec<MemoryType>, SourceError>>>,
+    late_read: Option<oneshot::Receiver<SourceRead>>,
     /// Pings and periodic work (see `alarm.rs`).
     alarm: Alarm,
     /// A reload that arrived while a write was in progress, applied after it.
@@ -357,16 +357,13 @@ impl Subagent {
         }
     }
 
-    fn finish_read(
-        &mut self,
-        r: Result<Result<Vec<MemoryType>, SourceError>, oneshot::error::RecvError>,
-    ) {
-        let result = r.unwrap_or_else(|_| {
-            Err(SourceError::Unavailable {
+    fn finish_read(&mut self, r: Result<SourceRead, oneshot::error::RecvError>) {
+        let read = r.unwrap_or_else(|_| {
+            self.reader.failed(&SourceError::Unavailable {
                 message: format!("{}: the reading thread has stopped", self.reader.name()),
             })
         });
-        self.agent.read_finished(result, Instant::now());
+        self.agent.read_finished(read, Instant::now());
     }
 
     /// Applies reloaded settings; true when the master address changed.

@@ -4,12 +4,45 @@
 //! real dump can be replayed on another host, and hosts whose kernel data cannot be read can
 //! still run the daemon.
 
-use super::source::{file_error, open_regular};
-use super::{Snapshot, SourceError};
+use super::error::{file_error, open_regular, refuse_if_not_regular};
+use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
+use super::{MemoryType, Snapshot, SourceError};
 use crate::boundedfile::FileError;
 use serde::Deserialize as _;
 use std::io::Read as _;
 use std::path::Path;
+
+/// The `fixture` source: a JSON file as `dump --format json` prints it, with any data a
+/// snapshot holds, so that any host can be replayed on another.
+pub const SOURCE: SourceDef = SourceDef {
+    name: "fixture",
+    summary: "a JSON file as dump --format json prints it, re-read at every refresh",
+    path: PathRule::Required,
+    auto_on: None,
+    opening: Opening::Reopened,
+    fills: Fills::Anything,
+    open: open_source,
+};
+
+fn open_source(path: Option<&Path>) -> Result<Box<dyn Reading>, SourceError> {
+    let path = path.ok_or_else(|| SourceError::Unavailable {
+        message: "the fixture source needs a path: fixture:PATH".into(),
+    })?;
+    // Refused now rather than at the first refresh: a FIFO or device named by mistake is a
+    // configuration error the operator should see at start-up. A missing file is not: it
+    // may appear later, and the read says it is missing.
+    refuse_if_not_regular(path)?;
+    Ok(Box::new(FixtureFile(path.to_path_buf())))
+}
+
+/// A fixture source: only its path, since it is opened again at every read.
+struct FixtureFile(std::path::PathBuf);
+
+impl Reading for FixtureFile {
+    fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
+        read(&self.0).map(|s| s.types)
+    }
+}
 
 /// A fixture larger than this is refused rather than read into memory.
 pub const MAX_FIXTURE_BYTES: u64 = 512 * 1024 * 1024;

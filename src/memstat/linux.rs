@@ -7,7 +7,8 @@
 //! A 2.1 line reads
 //! `name active_objs num_objs objsize objperslab pagesperslab : tunables l b s : slabdata active_slabs num_slabs sharedavail`.
 
-use super::source::{file_error, open_regular};
+use super::error::{file_error, open_regular};
+use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
 use super::{Allocator, MemoryType, SourceError};
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
@@ -15,6 +16,28 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub const SLABINFO: &str = "/proc/slabinfo";
+
+/// The `linux` source: the slab caches of /proc/slabinfo, or of another file in its format.
+pub const SOURCE: SourceDef = SourceDef {
+    name: "linux",
+    summary: "the Linux kernel's slab caches (/proc/slabinfo, or PATH in its format)",
+    path: PathRule::Default(SLABINFO),
+    auto_on: Some("linux"),
+    opening: Opening::KeptOpen,
+    fills: Fills::Allocators(&[Allocator::Slab]),
+    open: open_source,
+};
+
+fn open_source(path: Option<&Path>) -> Result<Box<dyn Reading>, SourceError> {
+    let path = path.unwrap_or(Path::new(SLABINFO));
+    Ok(Box::new(SlabinfoReader::open(path)?))
+}
+
+impl Reading for SlabinfoReader {
+    fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
+        SlabinfoReader::read(self)
+    }
+}
 
 /// The most a slabinfo read takes in. A line is under 200 bytes, so 64 MiB holds some
 /// 300,000 slab caches, three times the largest system we know of (about 100,000 caches,

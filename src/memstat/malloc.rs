@@ -11,7 +11,7 @@
 //! are computed modulo 2^64 too, then clamped to zero where a lock-free read shows more freed
 //! than allocated ([`level_between`]).
 
-use super::sysctl::stream::{self, array_at, u64_at, Names};
+use super::stream::{self, array_at, u64_at, Names};
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
 
 /// The sysctl this stream is read from; also the `what` of its errors.

@@ -8,10 +8,13 @@
 //! A figure a source does not provide is `None`, never a made-up zero: the MIB turns `None`
 //! into an absent cell (noSuchInstance on Get, skipped by GetNext).
 
+pub(crate) mod error;
 pub mod fixture;
 pub mod linux;
 pub mod malloc;
 pub mod source;
+pub mod source_def;
+pub(crate) mod stream;
 pub mod sysctl;
 pub mod uma;
 
@@ -20,7 +23,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use source::{Source, SourceError, SourceKind};
+pub use error::SourceError;
+pub use source::{SourceChoice, SourceRead, SourceSpec, Sources};
 
 /// The kernel allocator a memory type belongs to. The discriminants are the values of the
 /// MIB's `MemAllocator` enumeration (and, for malloc and UMA, libmemstat's ALLOCATOR_*).
@@ -246,10 +250,15 @@ pub struct Snapshot {
     /// When the source was read, in milliseconds since the Unix epoch.
     #[serde(default)]
     pub taken_at_ms: u64,
-    /// The source's name, e.g. `linux:/proc/slabinfo`.
+    /// The sources' names, e.g. `linux:/proc/slabinfo`, separated by commas.
     #[serde(default)]
     pub source: String,
     pub types: Vec<MemoryType>,
+    /// How many of `types`, in order, each source gave (in the order of the `source`
+    /// setting), where the daemon read them; empty for a snapshot read whole. Not part of the
+    /// fixture format: a fixture is one source, whatever it replays.
+    #[serde(skip)]
+    pub parts: Vec<u32>,
 }
 
 impl Snapshot {
@@ -259,16 +268,27 @@ impl Snapshot {
         source: String,
         types: Vec<MemoryType>,
     ) -> Self {
-        let taken_at_ms = taken_at
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .as_millis() as u64;
         Snapshot {
             generation,
-            taken_at_ms,
+            taken_at_ms: Snapshot::epoch_ms(taken_at),
             source,
             types,
+            parts: Vec::new(),
         }
+    }
+
+    /// Milliseconds since the Unix epoch (0 before it).
+    pub fn epoch_ms(t: SystemTime) -> u64 {
+        t.duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_millis() as u64
+    }
+
+    /// The rows the `i`-th source gave, where the snapshot records its parts.
+    pub fn part(&self, i: usize) -> Option<&[MemoryType]> {
+        let start: usize = self.parts.get(..i)?.iter().map(|&n| n as usize).sum();
+        let n = *self.parts.get(i)? as usize;
+        self.types.get(start..start + n)
     }
 
     pub fn taken_at(&self) -> SystemTime {

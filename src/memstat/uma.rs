@@ -15,7 +15,7 @@
 //! ([`level_between`]; libmemstat wraps to a number near 2^64), and the byte limit is computed
 //! in 64 bits (libmemstat multiplies two `uint32_t`s and wraps).
 
-use super::sysctl::stream::{self, array_at, u32_at, u64_at, Names};
+use super::stream::{self, array_at, u32_at, u64_at, Names};
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
 
 /// The sysctl this stream is read from; also the `what` of its errors.

@@ -13,10 +13,10 @@
 
 mod notify;
 
+use notify::NOTIFY_OBJECT_DEFS;
 pub use notify::{
     notification_varbinds, Notification, NotificationType, NotifiedRow, SNMP_TRAP_OID_0,
 };
-use notify::NOTIFY_OBJECT_DEFS;
 
 use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
 use crate::oid::Oid;
@@ -87,6 +87,23 @@ pub struct DaemonStatus {
     /// memNotificationsSent and memNotificationsDropped.
     pub notifications_sent: u64,
     pub notifications_dropped: u64,
+    /// memSourceTable: one line per source, in the order of the `source` setting.
+    pub sources: Vec<SourceLine>,
+}
+
+/// One source's row of memSourceTable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLine {
+    pub name: String,
+    /// ok: its last read succeeded; stale: it failed, and its last good rows are served;
+    /// error: it has never been read.
+    pub status: SourceStatus,
+    /// Its last read's error; empty when that read succeeded.
+    pub last_error: String,
+    /// When it was last read successfully, in milliseconds since the Unix epoch.
+    pub last_good_ms: Option<u64>,
+    /// Its rows in the newest snapshot.
+    pub types: Option<u64>,
 }
 
 // Arcs below the root.
@@ -265,7 +282,9 @@ fn root(tail: &[u32]) -> Vec<u32> {
 pub(crate) fn object_oid(name: &str) -> Option<&'static [u32]> {
     static DEFS: OnceLock<Vec<ObjectDef>> = OnceLock::new();
     let defs = DEFS.get_or_init(object_defs);
-    defs.iter().find(|d| d.name == name).map(|d| d.oid.as_slice())
+    defs.iter()
+        .find(|d| d.name == name)
+        .map(|d| d.oid.as_slice())
 }
 
 /// Every OBJECT-TYPE of the MIB, in OID order.
@@ -927,6 +946,7 @@ mod tests {
             last_error: String::new(),
             notifications_sent: 0,
             notifications_dropped: 0,
+            sources: Vec::new(),
         }
     }
 

@@ -1,0 +1,72 @@
+//! What a source is: the definition each source's own module gives (see `source`, the
+//! registry, for the list and what is built from it).
+
+use super::error::SourceError;
+use super::{Allocator, MemoryType};
+use std::fmt;
+use std::path::Path;
+
+/// One source: what it is called, what it reads, and how.
+pub struct SourceDef {
+    /// Its name, and the `--source` entry that selects it (with `:PATH` when it takes one).
+    pub name: &'static str,
+    /// One line for `--help` and the man page.
+    pub summary: &'static str,
+    pub path: PathRule,
+    /// The operating system whose `auto` includes it (`target_os`), if any.
+    pub auto_on: Option<&'static str>,
+    pub opening: Opening,
+    pub fills: Fills,
+    /// Opens it (before the privilege drop: see [`Opening`]).
+    pub(crate) open: fn(Option<&Path>) -> Result<Box<dyn Reading>, SourceError>,
+}
+
+impl fmt::Debug for SourceDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for SourceDef {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for SourceDef {}
+
+/// Whether an entry names a file after its source's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathRule {
+    /// `name` alone.
+    None,
+    /// `name` reads this file; `name:PATH` another in the same format.
+    Default(&'static str),
+    /// Only `name:PATH`.
+    Required,
+}
+
+/// When a source is opened, which decides what the privilege drop leaves it able to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opening {
+    /// Opened at start-up, while still privileged, and kept open: re-read through the same
+    /// descriptor at every refresh (a root-only file stays readable after the drop).
+    KeptOpen,
+    /// Checked at start-up, opened again at every refresh with the daemon's final rights.
+    Reopened,
+}
+
+/// What a source's rows may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fills {
+    /// Memory types of these allocators only; a row of another is refused as malformed.
+    Allocators(&'static [Allocator]),
+    /// Any data the snapshot can hold (the fixture, which replays any host).
+    Anything,
+}
+
+/// An opened source, read at every refresh (on the reading thread).
+pub(crate) trait Reading: Send {
+    /// The current figures, in kernel order.
+    fn read(&mut self) -> Result<Vec<MemoryType>, SourceError>;
+}
