@@ -271,11 +271,9 @@ impl Sources {
             .opened
             .iter_mut()
             .map(|o| {
-                let r = o
-                    .reading
+                o.reading
                     .read()
-                    .and_then(|types| check_rows(types, &o.name, o.spec.def.fills));
-                r
+                    .and_then(|types| check_rows(types, &o.name, o.spec.def.fills))
             })
             .collect();
         SourceRead { parts }

@@ -18,7 +18,7 @@ pub struct SourceDef {
     pub opening: Opening,
     pub fills: Fills,
     /// Opens it (before the privilege drop: see [`Opening`]).
-    pub(crate) open: fn(Option<&Path>) -> Result<Box<dyn Reading>, SourceError>,
+    pub(crate) open: OpenFn,
 }
 
 impl fmt::Debug for SourceDef {
@@ -34,6 +34,9 @@ impl PartialEq for SourceDef {
 }
 
 impl Eq for SourceDef {}
+
+/// How a source opens: with the path of its entry, where it has one.
+pub(crate) type OpenFn = fn(Option<&Path>) -> Result<Box<dyn Reading>, SourceError>;
 
 /// Whether an entry names a file after its source's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
