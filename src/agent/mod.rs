@@ -28,7 +28,7 @@ use crate::agentx::pdu::{
 use crate::index::{IndexError, StableIndexes};
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError, SourceRead};
-use crate::mib::{self, DaemonStatus, MibView, Notification, SourceStatus};
+use crate::mib::{self, DaemonStatus, MibView, Notification, SourceStatus, StatusView};
 use crate::oid::Oid;
 use crate::value::Value;
 use rows::RowIdentity;
@@ -514,7 +514,7 @@ impl Agent {
         out: &mut Vec<u8>,
     ) -> Handled {
         // Reading the daemon's scalars never triggers a refresh.
-        let view = if ranges.iter().all(|r| mib::is_scalar(r.start.as_slice())) {
+        let view = if ranges.iter().all(|r| mib::is_status(r.start.as_slice())) {
             None
         } else {
             match self.newest(now, may_read) {
@@ -522,22 +522,21 @@ impl Agent {
                 Err(h) => return h,
             }
         };
-        let mut status = None;
+        let mut status: Option<StatusView> = None;
         let mut w = ResponseWriter::begin(out, ids, 0, ResError::NO_ERROR, 0);
         for r in ranges {
             let oid = r.start.as_slice();
             let value = match &view {
-                Some(v) if !mib::is_scalar(oid) => {
+                Some(v) if !mib::is_status(oid) => {
                     #[cfg(test)]
                     {
                         self.answered_from = Some(v.snapshot().generation);
                     }
                     v.get(oid)
                 }
-                _ => mib::scalar_get(
-                    oid,
-                    status.get_or_insert_with(|| self.scalars.status(&self.store, now)),
-                ),
+                _ => status
+                    .get_or_insert_with(|| StatusView::new(self.scalars.status(&self.store, now)))
+                    .get(oid),
             };
             w.push(&r.start, &value);
         }
@@ -557,7 +556,7 @@ impl Agent {
         may_read: bool,
         out: &mut Vec<u8>,
     ) -> Handled {
-        let mut status: Option<DaemonStatus> = None;
+        let mut status: Option<StatusView> = None;
         // Which snapshot: the one a walk parked at one of the starts is on, else the
         // newest. A request answered from the scalars alone needs no snapshot at all.
         let starts = ranges.iter().map(|r| r.start.as_slice());
@@ -582,14 +581,13 @@ impl Agent {
             Some(v) => v,
             None => {
                 let scalars_only = ranges.iter().all(|r| {
-                    mib::scalars_may_follow(r.start.as_slice())
-                        && mib::scalar_next(
-                            r.start.as_slice(),
-                            r.include,
-                            r.end.as_slice(),
-                            status.get_or_insert_with(|| self.scalars.status(&self.store, now)),
-                        )
-                        .is_some()
+                    mib::status_may_follow(r.start.as_slice())
+                        && status
+                            .get_or_insert_with(|| {
+                                StatusView::new(self.scalars.status(&self.store, now))
+                            })
+                            .get_next(r.start.as_slice(), r.include, r.end.as_slice())
+                            .is_some()
                 }) && (max_repetitions == 0 || non_repeaters == ranges.len());
                 if scalars_only {
                     self.empty.clone()
@@ -630,9 +628,10 @@ impl Agent {
             | Continuation::Repeated => Leave::Park(turnaround),
         };
         let mut step = |from: &[u32], include: bool, end: &[u32]| -> Option<Step> {
-            if mib::scalars_may_follow(from) {
-                let st = status.get_or_insert_with(|| self.scalars.status(&self.store, now));
-                if let Some((oid, value)) = mib::scalar_next(from, include, end, st) {
+            if mib::status_may_follow(from) {
+                let st = status
+                    .get_or_insert_with(|| StatusView::new(self.scalars.status(&self.store, now)));
+                if let Some((oid, value)) = st.get_next(from, include, end) {
                     return Some(Step {
                         oid,
                         value,

@@ -1,0 +1,371 @@
+//! Groups of objects, each one definition, and the view that answers them.
+//!
+//! A [`GroupDef`] is a table or a group of scalars: its name, where it sits, its index (for
+//! a table), its columns (for scalars, its objects), and how a context fills it: the rows
+//! it has, each with its instance suffix, and a function per column from a row to its
+//! value. A [`View`] lays out a list of groups over one context, once, and answers Get and
+//! GetNext over all of them the same way, whatever the group: per column, the rows whose cell
+//! is present, sorted by suffix, so that GetNext is a binary search and absent cells are
+//! skipped without scanning. Nothing here knows what a group is about.
+
+use super::{root, Access, ObjectDef, Syntax, OBJECTS};
+use crate::oid::Oid;
+use crate::value::Value;
+use std::cmp::Ordering;
+
+/// An instance suffix (one index, or two), built without allocating: GetNext builds one for
+/// every varbind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Suffix([u32; 2], u8);
+
+impl Suffix {
+    pub(crate) fn one(a: u32) -> Suffix {
+        Suffix([a, 0], 1)
+    }
+
+    pub(crate) fn two(a: u32, b: u32) -> Suffix {
+        Suffix([a, b], 2)
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u32] {
+        &self.0[..usize::from(self.1)]
+    }
+}
+
+/// How a group's objects are arranged under its node.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Shape {
+    /// Scalars: object N at `node.N`, each with the one instance `.0`.
+    Scalars,
+    /// A table at `node`, its entry at `node.1`, column N at `node.1.N`; `index` lists the
+    /// entry's own index objects (not-accessible), as (column, name, syntax).
+    Table {
+        entry: &'static str,
+        index: &'static [(u32, &'static str, Syntax)],
+    },
+}
+
+/// One column of a table, or one scalar of a group: served read-only.
+pub(crate) struct Column<C: 'static, R: 'static> {
+    pub(crate) sub: u32,
+    pub(crate) name: &'static str,
+    pub(crate) syntax: Syntax,
+    /// The cell of a row; `None` is an absent cell (noSuchInstance, skipped by GetNext).
+    pub(crate) value: fn(&C, &R) -> Option<Value>,
+}
+
+/// A table or a group of scalars, filled from a context `C` (a laid-out snapshot, or the
+/// daemon's status) through rows of type `R`.
+pub(crate) struct GroupDef<C: 'static, R: 'static> {
+    /// The table's name, or the scalars' group's.
+    pub(crate) name: &'static str,
+    /// Its node, below memstatObjects.
+    pub(crate) node: &'static [u32],
+    pub(crate) shape: Shape,
+    pub(crate) columns: &'static [Column<C, R>],
+    /// The rows of a context, each with its instance suffix (a scalar group has one row,
+    /// with suffix 0), in any order.
+    pub(crate) rows: fn(&C) -> Vec<(Suffix, R)>,
+}
+
+/// A group, whatever its row type: what a [`View`] and the object registry need of it.
+pub(crate) trait Group<C>: Sync {
+    /// Its OBJECT-TYPEs, for the registry and the drift test.
+    fn objects(&self, out: &mut Vec<ObjectDef>);
+    /// The OID prefix of each served column, in column order.
+    fn column_prefixes(&self) -> Vec<Vec<u32>>;
+    fn lay_out(&self, ctx: &C) -> Laid<C>;
+}
+
+impl<C: 'static, R: Send + Sync + 'static> GroupDef<C, R> {
+    fn node_oid(&self) -> Vec<u32> {
+        let mut v = vec![OBJECTS];
+        v.extend_from_slice(self.node);
+        root(&v)
+    }
+
+    fn column_oid(&self, sub: u32) -> Vec<u32> {
+        let mut v = self.node_oid();
+        if let Shape::Table { .. } = self.shape {
+            v.push(1);
+        }
+        v.push(sub);
+        v
+    }
+}
+
+impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
+    fn objects(&self, out: &mut Vec<ObjectDef>) {
+        let def = |name, oid, syntax, access| ObjectDef {
+            name,
+            oid,
+            syntax,
+            access,
+        };
+        if let Shape::Table { entry, index } = self.shape {
+            let table = self.node_oid();
+            let mut entry_oid = table.clone();
+            entry_oid.push(1);
+            out.push(def(self.name, table, Syntax::Table, Access::NotAccessible));
+            out.push(def(entry, entry_oid, Syntax::Entry, Access::NotAccessible));
+            for &(sub, name, syntax) in index {
+                out.push(def(
+                    name,
+                    self.column_oid(sub),
+                    syntax,
+                    Access::NotAccessible,
+                ));
+            }
+        }
+        for c in self.columns {
+            out.push(def(
+                c.name,
+                self.column_oid(c.sub),
+                c.syntax,
+                Access::ReadOnly,
+            ));
+        }
+    }
+
+    fn column_prefixes(&self) -> Vec<Vec<u32>> {
+        self.columns
+            .iter()
+            .map(|c| self.column_oid(c.sub))
+            .collect()
+    }
+
+    fn lay_out(&self, ctx: &C) -> Laid<C> {
+        let mut rows = (self.rows)(ctx);
+        // A stable sort, then one pass that keeps the first of a suffix listed twice (a CPU
+        // a source lists twice for one type): Get and GetNext then agree on which.
+        rows.sort_by(|a, b| a.0.as_slice().cmp(b.0.as_slice()));
+        rows.dedup_by(|later, earlier| later.0 == earlier.0);
+        let (suffixes, rows): (Vec<Suffix>, Vec<R>) = rows.into_iter().unzip();
+        let present = self
+            .columns
+            .iter()
+            .map(|c| {
+                (0..rows.len() as u32)
+                    .filter(|&p| (c.value)(ctx, &rows[p as usize]).is_some())
+                    .collect()
+            })
+            .collect();
+        Laid {
+            suffixes,
+            present,
+            cells: Box::new(Cells {
+                columns: self.columns,
+                rows,
+            }),
+        }
+    }
+}
+
+/// One group laid out over a context: its rows' suffixes in order, per column the rows whose
+/// cell is present, and the cells themselves.
+pub(crate) struct Laid<C> {
+    suffixes: Vec<Suffix>,
+    present: Vec<Vec<u32>>,
+    cells: Box<dyn CellValues<C>>,
+}
+
+/// The values of a laid-out group's cells, whatever its row type.
+trait CellValues<C>: Send + Sync {
+    fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value>;
+}
+
+struct Cells<C: 'static, R: 'static> {
+    columns: &'static [Column<C, R>],
+    rows: Vec<R>,
+}
+
+impl<C: 'static, R: Send + Sync + 'static> CellValues<C> for Cells<C, R> {
+    fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value> {
+        (self.columns[column].value)(ctx, &self.rows[row as usize])
+    }
+}
+
+/// A served column: its OID prefix (instances follow it), and where it is laid out.
+pub(crate) struct ServedColumn {
+    prefix: Vec<u32>,
+    group: usize,
+    column: usize,
+}
+
+/// Every served column of `groups`, in OID order: built once per list of groups.
+pub(crate) fn served_columns<C>(groups: &[&dyn Group<C>]) -> Vec<ServedColumn> {
+    let mut v: Vec<ServedColumn> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, def)| {
+            def.column_prefixes()
+                .into_iter()
+                .enumerate()
+                .map(move |(column, prefix)| ServedColumn {
+                    prefix,
+                    group: g,
+                    column,
+                })
+        })
+        .collect();
+    v.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    v
+}
+
+/// A GetNext answer from a [`View`]: the instance's OID and value, and its instance number
+/// in that view (see [`View::instance_of`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub oid: Oid,
+    pub value: Value,
+    pub instance: u32,
+}
+
+/// A list of groups laid out over one context, ready to answer Get and GetNext.
+pub(crate) struct View<C: 'static> {
+    ctx: C,
+    laid: Vec<Laid<C>>,
+    columns: &'static [ServedColumn],
+    /// Per served column: the instance number of its first present cell. Instances are
+    /// numbered 0.. in OID order, so that walk tracking can keep one small slot per instance
+    /// instead of OIDs.
+    first_instance: Vec<u32>,
+    instances: u32,
+}
+
+impl<C: 'static> View<C> {
+    /// Lays out `groups` over `ctx`; `columns` is [`served_columns`] of the same list.
+    pub(crate) fn new(
+        ctx: C,
+        groups: &[&dyn Group<C>],
+        columns: &'static [ServedColumn],
+    ) -> View<C> {
+        let laid: Vec<Laid<C>> = groups.iter().map(|g| g.lay_out(&ctx)).collect();
+        let mut first_instance = Vec::with_capacity(columns.len());
+        let mut next = 0u32;
+        for c in columns {
+            first_instance.push(next);
+            let n = laid[c.group].present[c.column].len();
+            next = next.saturating_add(n as u32);
+        }
+        View {
+            ctx,
+            laid,
+            columns,
+            first_instance,
+            instances: next,
+        }
+    }
+
+    pub(crate) fn context(&self) -> &C {
+        &self.ctx
+    }
+
+    /// The number of instances (present cells) in the view.
+    pub(crate) fn instance_count(&self) -> u32 {
+        self.instances
+    }
+
+    /// The served column whose subtree holds `oid`, with its position.
+    fn column_of(&self, oid: &[u32]) -> Option<(usize, &'static ServedColumn)> {
+        let cols = self.columns;
+        let i = cols.partition_point(|c| c.prefix.as_slice() < oid);
+        // The column holding `oid` is the last one whose prefix sorts at or before it.
+        [i, i.wrapping_sub(1)]
+            .into_iter()
+            .filter_map(|j| cols.get(j).map(|c| (j, c)))
+            .find(|(_, c)| oid.starts_with(&c.prefix))
+    }
+
+    /// The position of the present cell with this suffix among its column's present cells.
+    fn present_at(&self, col: &ServedColumn, suffix: &[u32]) -> Option<usize> {
+        let laid = &self.laid[col.group];
+        let present = &laid.present[col.column];
+        let i = present.partition_point(|&p| laid.suffixes[p as usize].as_slice() < suffix);
+        let &p = present.get(i)?;
+        (laid.suffixes[p as usize].as_slice() == suffix).then_some(i)
+    }
+
+    /// Answers a Get: the value, noSuchObject (no such object here) or noSuchInstance (the
+    /// object exists but not this instance, or its cell is absent).
+    pub(crate) fn get(&self, oid: &[u32]) -> Value {
+        let Some((_, col)) = self.column_of(oid) else {
+            return Value::NoSuchObject;
+        };
+        let suffix = &oid[col.prefix.len()..];
+        let laid = &self.laid[col.group];
+        self.present_at(col, suffix)
+            .and_then(|i| {
+                let p = laid.present[col.column][i];
+                laid.cells.value(&self.ctx, col.column, p)
+            })
+            .unwrap_or(Value::NoSuchInstance)
+    }
+
+    /// The instance number of `oid` when it names a present cell of this view. Exact
+    /// searches, with no value built: this runs for every continuation.
+    pub(crate) fn instance_of(&self, oid: &[u32]) -> Option<u32> {
+        let (k, col) = self.column_of(oid)?;
+        let at = self.present_at(col, &oid[col.prefix.len()..])?;
+        Some(self.first_instance[k] + at as u32)
+    }
+
+    /// Answers a GetNext: the first present instance after `start` (or at it, with
+    /// `include`) and before `end` (exclusive; a null `end` is unbounded), or `None`.
+    pub(crate) fn get_next(&self, start: &[u32], include: bool, end: &[u32]) -> Option<Found> {
+        let cols = self.columns;
+        // Columns whose whole subtree lies before `start` are skipped by binary search.
+        let first =
+            cols.partition_point(|c| c.prefix.as_slice() < start && !start.starts_with(&c.prefix));
+        for (k, col) in cols.iter().enumerate().skip(first) {
+            // The instance suffix to search after; None means "from the first instance".
+            let after = start
+                .starts_with(&col.prefix)
+                .then(|| &start[col.prefix.len()..]);
+            if let Some((at, suffix, value)) = self.next_in(col, after, include) {
+                let mut oid = Vec::with_capacity(col.prefix.len() + suffix.as_slice().len());
+                oid.extend_from_slice(&col.prefix);
+                oid.extend_from_slice(suffix.as_slice());
+                if !end.is_empty() && oid.as_slice() >= end {
+                    return None;
+                }
+                return Some(Found {
+                    oid: Oid(oid),
+                    value,
+                    instance: self.first_instance[k] + at,
+                });
+            }
+            // Every later column's prefix is past `end` once this one's is.
+            if !end.is_empty() && col.prefix.as_slice() >= end {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The first present cell of `col` whose suffix is after `after` (or equal, with
+    /// `include`); every cell when `after` is `None`. Returns its position among the
+    /// column's present cells, its suffix and its value.
+    fn next_in(
+        &self,
+        col: &ServedColumn,
+        after: Option<&[u32]>,
+        include: bool,
+    ) -> Option<(u32, Suffix, Value)> {
+        let laid = &self.laid[col.group];
+        let present = &laid.present[col.column];
+        let i = match after {
+            None => 0,
+            Some(s) => {
+                present.partition_point(|&p| match laid.suffixes[p as usize].as_slice().cmp(s) {
+                    Ordering::Less => true,
+                    Ordering::Equal => !include,
+                    Ordering::Greater => false,
+                })
+            }
+        };
+        let &p = present.get(i)?;
+        let v = laid.cells.value(&self.ctx, col.column, p)?;
+        Some((i as u32, laid.suffixes[p as usize], v))
+    }
+}

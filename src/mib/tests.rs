@@ -1,0 +1,135 @@
+use super::*;
+use crate::memstat::{Allocator, PerCpu};
+use std::time::UNIX_EPOCH;
+
+fn status() -> DaemonStatus {
+    DaemonStatus {
+        uptime_ticks: 42,
+        snapshot_time_ms: Some(0),
+        snapshot_generation: Some(3),
+        snapshot_age_ms: Some(10),
+        refreshes: 3,
+        refresh_failures: 0,
+        source_name: "test".into(),
+        status: SourceStatus::Ok,
+        last_error: String::new(),
+        notifications_sent: 0,
+        notifications_dropped: 0,
+        sources: Vec::new(),
+    }
+}
+
+fn view() -> MibView {
+    let mut a = MemoryType::new(Allocator::Uma, "a");
+    a.size = Some(1 << 40);
+    a.allocs = Some(5);
+    a.per_cpu = vec![
+        PerCpu {
+            cpu: 1,
+            allocs: Some(2),
+            frees: Some(1),
+            cache_free: None,
+            ..PerCpu::default()
+        },
+        PerCpu {
+            cpu: 0,
+            allocs: Some(3),
+            frees: Some(0),
+            cache_free: Some(7),
+            ..PerCpu::default()
+        },
+    ];
+    let mut b = MemoryType::new(Allocator::Slab, "b");
+    b.size = Some(64);
+    let s = Arc::new(Snapshot::new(1, UNIX_EPOCH, "t".into(), vec![a, b]));
+    // b gets the lower index, so it comes first in the table.
+    MibView::new(s, &[7, 3], &[0, 0])
+}
+
+fn col(sub: u32, idx: &[u32]) -> Vec<u32> {
+    let mut v = root(&[1, 2, 1, sub]);
+    v.extend_from_slice(idx);
+    v
+}
+
+#[test]
+fn get_distinguishes_object_and_instance() {
+    let v = view();
+    assert_eq!(v.get(&col(5, &[7])), Value::Counter64(1 << 40));
+    assert_eq!(v.get(&col(13, &[3])), Value::NoSuchInstance, "absent cell");
+    assert_eq!(v.get(&col(5, &[99])), Value::NoSuchInstance);
+    assert_eq!(v.get(&col(1, &[7])), Value::NoSuchObject, "index column");
+    assert_eq!(v.get(&root(&[9])), Value::NoSuchObject);
+    let st = StatusView::new(status());
+    assert_eq!(st.get(&root(&[1, 1, 1, 0])), Value::TimeTicks(42));
+    assert_eq!(st.get(&root(&[1, 1, 1, 1])), Value::NoSuchInstance);
+    assert_eq!(st.get(&root(&[1, 1, 99, 0])), Value::NoSuchObject);
+}
+
+#[test]
+fn get_next_walks_in_order_and_skips_absent_cells() {
+    let v = view();
+    // From memTypeSize: b (index 3) then a (index 7).
+    let f = v.get_next(&col(5, &[]), false, &[]).unwrap();
+    assert_eq!((f.oid.0, f.value), (col(5, &[3]), Value::Counter64(64)));
+    let f = v.get_next(&col(5, &[3]), false, &[]).unwrap();
+    assert_eq!(f.oid.0, col(5, &[7]));
+    // include=1 returns the start itself when it exists.
+    let f = v.get_next(&col(5, &[7]), true, &[]).unwrap();
+    assert_eq!(f.oid.0, col(5, &[7]));
+    // memTypeAllocs is absent for b: the walk goes straight to a.
+    let f = v.get_next(&col(12, &[99]), false, &[]).unwrap();
+    assert_eq!(f.oid.0, col(13, &[7]));
+    // The end bound is exclusive.
+    assert!(v.get_next(&col(5, &[3]), false, &col(5, &[7])).is_none());
+    // Per-CPU rows come out sorted by CPU.
+    let f = v.get_next(&root(&[1, 3]), false, &[]).unwrap();
+    assert_eq!(f.oid.0, root(&[1, 3, 1, 2, 7, 0]));
+    // Past the last object: endOfMibView.
+    assert!(v.get_next(&root(&[2]), false, &[]).is_none());
+    // From before the tables, the tables start with the first cell.
+    let f = v.get_next(MEMSTAT_MIB_ROOT, false, &[]).unwrap();
+    assert_eq!(f.oid.0, col(2, &[3]));
+}
+
+#[test]
+fn full_walk_is_strictly_increasing() {
+    let v = view();
+    let st = StatusView::new(status());
+    let mut cur = MEMSTAT_MIB_ROOT.to_vec();
+    let mut n = 0;
+    while let Some((o, _)) = st.get_next(&cur, false, &[]) {
+        assert!(o.0 > cur);
+        cur = o.0;
+        n += 1;
+    }
+    assert_eq!(n, 11, "every scalar");
+    let mut instances = Vec::new();
+    while let Some(f) = v.get_next(&cur, false, &[]) {
+        assert!(f.oid.0 > cur);
+        assert_eq!(v.instance_of(&f.oid.0), Some(f.instance));
+        instances.push(f.instance);
+        cur = f.oid.0;
+        n += 1;
+    }
+    // Instance numbers run 0.. in OID order.
+    assert_eq!(instances, (0..v.instance_count()).collect::<Vec<_>>());
+    assert_eq!(v.instance_of(&col(13, &[3])), None, "absent cell");
+    assert_eq!(v.instance_of(&col(5, &[3, 1])), None, "no such instance");
+    // 11 scalars, 2 rows with 20 + 20 present type cells... count exactly:
+    // a: name, alloc, ordinal, size, allocs, disc = 6; b: name, alloc, ordinal, size, disc = 5
+    // cpu: allocs 2, frees 2, cache 1; alloc table: 2 allocators × typecount + uma none...
+    assert_eq!(n, 11 + 6 + 5 + 5 + 2);
+}
+
+#[test]
+fn admin_strings_are_cut_at_255_octets_on_a_character_boundary() {
+    let long = "é".repeat(200); // 400 octets
+    match text(&long) {
+        Value::OctetString(b) => {
+            assert_eq!(b.len(), 254);
+            assert!(std::str::from_utf8(&b).is_ok());
+        }
+        v => panic!("{v:?}"),
+    }
+}

@@ -1,0 +1,336 @@
+//! The tables a snapshot fills: memTypeTable, memCpuTable and memAllocatorTable, over a
+//! snapshot laid out with its rows' stable indexes ([`SnapshotRows`]).
+
+use super::group::{Column, GroupDef, Shape, Suffix};
+use super::{g64, text, Syntax};
+use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
+use crate::value::Value;
+use std::sync::Arc;
+
+/// Where a served row stands: its stable index and its discontinuity time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub index: u32,
+    /// Position in `Snapshot::types`.
+    pub position: u32,
+    /// memTypeDiscontinuityTime, in the master's sysUpTime ticks.
+    pub discontinuity: u32,
+}
+
+/// A snapshot with its rows, sorted by memTypeIndex: what the snapshot's tables are filled
+/// from.
+pub(crate) struct SnapshotRows {
+    pub(crate) snapshot: Arc<Snapshot>,
+    pub(crate) rows: Vec<Row>,
+}
+
+impl SnapshotRows {
+    /// The row at `p` (in index order) and its memory type.
+    pub(crate) fn ty(&self, p: u32) -> (&Row, &MemoryType) {
+        let r = &self.rows[p as usize];
+        (r, &self.snapshot.types[r.position as usize])
+    }
+}
+
+/// A row of memTypeTable: its position in [`SnapshotRows::rows`].
+type TypeRow = u32;
+type TypeColumn = Column<SnapshotRows, TypeRow>;
+
+fn t<'a>(s: &'a SnapshotRows, p: &TypeRow) -> &'a MemoryType {
+    s.ty(*p).1
+}
+
+fn mask(m: Option<u64>) -> Option<Value> {
+    m.map(|m| Value::OctetString(m.to_be_bytes().to_vec()))
+}
+
+/// memTypeTable (memTypeIndex, column 1, is not-accessible and has no cells).
+pub(crate) static TYPE_TABLE: GroupDef<SnapshotRows, TypeRow> = GroupDef {
+    name: "memTypeTable",
+    node: &[2],
+    shape: Shape::Table {
+        entry: "memTypeEntry",
+        index: &[(1, "memTypeIndex", Syntax::Unsigned32)],
+    },
+    columns: &[
+        TypeColumn {
+            sub: 2,
+            name: "memTypeName",
+            syntax: Syntax::OctetString,
+            value: |s, p| Some(text(&t(s, p).name)),
+        },
+        TypeColumn {
+            sub: 3,
+            name: "memTypeAllocator",
+            syntax: Syntax::Integer,
+            value: |s, p| Some(Value::Integer(t(s, p).allocator.number() as i32)),
+        },
+        TypeColumn {
+            sub: 4,
+            name: "memTypeOrdinal",
+            syntax: Syntax::Unsigned32,
+            value: |s, p| Some(Value::Gauge32(t(s, p).ordinal)),
+        },
+        TypeColumn {
+            sub: 5,
+            name: "memTypeSize",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).size),
+        },
+        TypeColumn {
+            sub: 6,
+            name: "memTypeRealSize",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).real_size),
+        },
+        TypeColumn {
+            sub: 7,
+            name: "memTypeCountLimit",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).count_limit),
+        },
+        TypeColumn {
+            sub: 8,
+            name: "memTypeBytesLimit",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).bytes_limit),
+        },
+        TypeColumn {
+            sub: 9,
+            name: "memTypeInUseCount",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).in_use_count),
+        },
+        TypeColumn {
+            sub: 10,
+            name: "memTypeInUseBytes",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).in_use_bytes),
+        },
+        TypeColumn {
+            sub: 11,
+            name: "memTypeFreeCount",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).free_count),
+        },
+        TypeColumn {
+            sub: 12,
+            name: "memTypeTotalCount",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).total_count),
+        },
+        TypeColumn {
+            sub: 13,
+            name: "memTypeAllocs",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).allocs),
+        },
+        TypeColumn {
+            sub: 14,
+            name: "memTypeFrees",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).frees),
+        },
+        TypeColumn {
+            sub: 15,
+            name: "memTypeBytesAllocated",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).bytes_allocated),
+        },
+        TypeColumn {
+            sub: 16,
+            name: "memTypeBytesFreed",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).bytes_freed),
+        },
+        TypeColumn {
+            sub: 17,
+            name: "memTypeFailures",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).failures),
+        },
+        TypeColumn {
+            sub: 18,
+            name: "memTypeSleeps",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).sleeps),
+        },
+        TypeColumn {
+            sub: 19,
+            name: "memTypeCrossDomainFrees",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).xdomain),
+        },
+        TypeColumn {
+            sub: 20,
+            name: "memTypeZoneFree",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).zone_free),
+        },
+        TypeColumn {
+            sub: 21,
+            name: "memTypeKegFree",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).keg_free),
+        },
+        TypeColumn {
+            sub: 22,
+            name: "memTypeSizeMask",
+            syntax: Syntax::OctetString,
+            value: |s, p| mask(t(s, p).size_mask),
+        },
+        TypeColumn {
+            sub: 23,
+            name: "memTypeSlabBytes",
+            syntax: Syntax::Counter64,
+            value: |s, p| g64(t(s, p).slab_bytes),
+        },
+        TypeColumn {
+            sub: 24,
+            name: "memTypeDiscontinuityTime",
+            syntax: Syntax::TimeTicks,
+            value: |s, p| Some(Value::TimeTicks(s.ty(*p).0.discontinuity)),
+        },
+    ],
+    rows: |s| {
+        (0..s.rows.len() as u32)
+            .map(|p| (Suffix::one(s.rows[p as usize].index), p))
+            .collect()
+    },
+};
+
+/// A row of memCpuTable: the type's position in [`SnapshotRows::rows`] and the CPU's in its
+/// `per_cpu`.
+type CpuRow = (u32, u32);
+type CpuColumn = Column<SnapshotRows, CpuRow>;
+
+fn c<'a>(s: &'a SnapshotRows, &(p, slot): &CpuRow) -> &'a PerCpu {
+    &s.ty(p).1.per_cpu[slot as usize]
+}
+
+/// memCpuTable (memCpuIndex, column 1, is not-accessible), indexed by memTypeIndex and CPU.
+pub(crate) static CPU_TABLE: GroupDef<SnapshotRows, CpuRow> = GroupDef {
+    name: "memCpuTable",
+    node: &[3],
+    shape: Shape::Table {
+        entry: "memCpuEntry",
+        index: &[(1, "memCpuIndex", Syntax::Unsigned32)],
+    },
+    columns: &[
+        CpuColumn {
+            sub: 2,
+            name: "memCpuAllocs",
+            syntax: Syntax::Counter64,
+            value: |s, r| g64(c(s, r).allocs),
+        },
+        CpuColumn {
+            sub: 3,
+            name: "memCpuFrees",
+            syntax: Syntax::Counter64,
+            value: |s, r| g64(c(s, r).frees),
+        },
+        CpuColumn {
+            sub: 4,
+            name: "memCpuCacheFree",
+            syntax: Syntax::Counter64,
+            value: |s, r| g64(c(s, r).cache_free),
+        },
+        CpuColumn {
+            sub: 5,
+            name: "memCpuBytesAllocated",
+            syntax: Syntax::Counter64,
+            value: |s, r| g64(c(s, r).bytes_allocated),
+        },
+        CpuColumn {
+            sub: 6,
+            name: "memCpuBytesFreed",
+            syntax: Syntax::Counter64,
+            value: |s, r| g64(c(s, r).bytes_freed),
+        },
+        CpuColumn {
+            sub: 7,
+            name: "memCpuSizeMask",
+            syntax: Syntax::OctetString,
+            value: |s, r| mask(c(s, r).size_mask),
+        },
+    ],
+    rows: |s| {
+        let mut v = Vec::new();
+        for (p, r) in s.rows.iter().enumerate() {
+            let t = &s.snapshot.types[r.position as usize];
+            for (slot, pc) in t.per_cpu.iter().enumerate() {
+                v.push((Suffix::two(r.index, pc.cpu), (p as u32, slot as u32)));
+            }
+        }
+        v
+    },
+};
+
+/// A row of memAllocatorTable: one allocator's totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AllocSummary {
+    pub(crate) types: u64,
+    pub(crate) in_use_bytes: Option<u64>,
+    pub(crate) free_bytes: Option<u64>,
+    pub(crate) failures: Option<u64>,
+}
+
+fn add(acc: &mut Option<u64>, v: Option<u64>) {
+    if let Some(v) = v {
+        *acc = Some(acc.unwrap_or(0).saturating_add(v));
+    }
+}
+
+type AllocColumn = Column<SnapshotRows, AllocSummary>;
+
+/// memAllocatorTable (memAllocatorType, column 1, is not-accessible): a row per allocator
+/// that has types.
+pub(crate) static ALLOCATOR_TABLE: GroupDef<SnapshotRows, AllocSummary> = GroupDef {
+    name: "memAllocatorTable",
+    node: &[4],
+    shape: Shape::Table {
+        entry: "memAllocatorEntry",
+        index: &[(1, "memAllocatorType", Syntax::Integer)],
+    },
+    columns: &[
+        AllocColumn {
+            sub: 2,
+            name: "memAllocatorTypeCount",
+            syntax: Syntax::Gauge32,
+            value: |_, a| Some(Value::Gauge32(a.types.min(u64::from(u32::MAX)) as u32)),
+        },
+        AllocColumn {
+            sub: 3,
+            name: "memAllocatorInUseBytes",
+            syntax: Syntax::Counter64,
+            value: |_, a| g64(a.in_use_bytes),
+        },
+        AllocColumn {
+            sub: 4,
+            name: "memAllocatorFreeBytes",
+            syntax: Syntax::Counter64,
+            value: |_, a| g64(a.free_bytes),
+        },
+        AllocColumn {
+            sub: 5,
+            name: "memAllocatorFailures",
+            syntax: Syntax::Counter64,
+            value: |_, a| g64(a.failures),
+        },
+    ],
+    rows: |s| {
+        Allocator::ALL
+            .into_iter()
+            .filter_map(|a| {
+                let mut sum = AllocSummary::default();
+                for t in s.snapshot.types.iter().filter(|t| t.allocator == a) {
+                    sum.types += 1;
+                    add(&mut sum.in_use_bytes, t.in_use_bytes);
+                    add(&mut sum.free_bytes, t.free_bytes());
+                    add(&mut sum.failures, t.failures);
+                }
+                (sum.types > 0).then_some((Suffix::one(a.number()), sum))
+            })
+            .collect()
+    },
+};
