@@ -191,6 +191,18 @@ fn cases(dir: &Path) -> Vec<Case> {
             ":2: key `source`: unknown source",
         ),
         refuse(
+            "an unknown entry of a list",
+            None,
+            &["--source", "freebsd,solaris:/x"],
+            "option `--source`: unknown source \"solaris:/x\"",
+        ),
+        refuse(
+            "a source listed twice",
+            None,
+            &["--source", "fixture:/a.json,fixture:/a.json"],
+            "fixture:/a.json is listed twice",
+        ),
+        refuse(
             "config /dev/zero",
             Some("@/dev/zero"),
             &[],
@@ -440,4 +452,76 @@ fn the_docs_list_every_setting() {
         }
     }
     assert!(missing.is_empty(), "not documented: {missing:#?}");
+}
+
+/// Every source of the registry is in the man page's SOURCES, the shipped file, the README
+/// and `--help` of every command that takes one: the docs are checked against the one
+/// definition, as the settings are.
+#[test]
+fn the_docs_list_every_source() {
+    use memstat_agentx::memstat::source::{usage, SOURCES};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let man = read("man/memstat-agentx.8");
+    let sources = man
+        .split(".Sh ")
+        .find(|s| s.starts_with("SOURCES"))
+        .expect("the man page has a SOURCES section");
+    let (shipped, readme) = (read("config/memstat-agentx.toml"), read("README.md"));
+    let helps = [help("run"), help("check-config"), help("dump")];
+    let mut missing = Vec::new();
+    for d in SOURCES {
+        if !sources.contains(&format!(".It Cm {}", d.name)) {
+            missing.push(format!("man page SOURCES: {}", d.name));
+        }
+        if !shipped.contains(&format!("\"{}", d.name)) {
+            missing.push(format!("config/memstat-agentx.toml: {}", d.name));
+        }
+        if !readme.contains(&format!("`{}", usage(d))) {
+            missing.push(format!("README: {}", usage(d)));
+        }
+        for h in &helps {
+            if !h.contains(&usage(d)) || !h.contains(d.summary) {
+                missing.push(format!("--help: {}", usage(d)));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not documented: {missing:#?}");
+}
+
+/// check-config says which sources `auto` reads on this host, from the registry.
+#[test]
+fn check_config_says_what_auto_reads_here() {
+    use memstat_agentx::memstat::source::SOURCES;
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["check-config", "--config", "/dev/null", "--source", "auto"])
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let here: Vec<&str> = SOURCES
+        .iter()
+        .filter(|d| d.auto_on == Some(std::env::consts::OS))
+        .map(|d| d.name)
+        .collect();
+    if !out.status.success() {
+        // Not root on Linux: /proc/slabinfo cannot be opened, and the refusal names it.
+        assert!(
+            stderr.contains("permission denied") && stderr.contains("/proc/slabinfo"),
+            "{stderr}"
+        );
+        return;
+    }
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("# source auto reads "))
+        .unwrap_or_else(|| panic!("no auto line: {stdout}"));
+    for name in here {
+        assert!(line.contains(name), "{line}");
+    }
 }
