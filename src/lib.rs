@@ -15,7 +15,6 @@ pub mod agentx;
 pub(crate) mod alarm;
 pub(crate) mod boundedfile;
 pub mod config;
-pub(crate) mod escape;
 pub mod index;
 pub mod logging;
 pub mod memstat;

@@ -5,10 +5,8 @@
 //! `vmstat -z`, malloc types like `vmstat -m`, slab caches like `slabtop`, with every figure
 //! the snapshot has and kernel order. An absent figure is printed as `-`, never as 0.
 
-use crate::escape::escape_controls;
 use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot};
 use crate::vmstat::{self, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
-use std::fmt::Write;
 
 /// Output formats of `dump`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,24 +34,6 @@ pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
     }
 }
 
-fn opt(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".to_string(), |n| n.to_string())
-}
-
-/// The name as the table shows it. Names come from the kernel or a fixture file, and a
-/// control character in one (ESC starts a terminal escape sequence) would act on the
-/// terminal that shows the table: control characters (C0, DEL and C1, all below 0x100) are
-/// printed escaped, `\x1b` style, and a backslash as `\\` so that the escaping is
-/// unambiguous. JSON output keeps names exact (serde escapes them).
-fn display_name(t: &MemoryType) -> String {
-    let name = escape_controls(&t.name);
-    if t.ordinal == 0 {
-        name
-    } else {
-        format!("{name}#{}", t.ordinal)
-    }
-}
-
 /// The table: one section per allocator present, in the order malloc, UMA, slab.
 pub fn table(s: &Snapshot) -> String {
     let mut out = String::new();
@@ -65,83 +45,12 @@ pub fn table(s: &Snapshot) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        match alloc {
-            Allocator::Uma => uma_table(&mut out, &rows),
-            Allocator::Malloc => malloc_table(&mut out, &rows),
-            Allocator::Slab => slab_table(&mut out, &rows),
-        }
+        (alloc.def().dump_table)(&mut out, &rows);
     }
     if out.is_empty() {
         out.push_str("(no memory types)\n");
     }
     out
-}
-
-/// `vmstat -z`: ITEM SIZE LIMIT USED FREE REQ FAIL SLEEP XDOM.
-fn uma_table(out: &mut String, rows: &[&MemoryType]) {
-    let _ = writeln!(
-        out,
-        "{:<19} {:>7}  {:>7} {:>8} {:>8} {:>8} {:>4} {:>4} {:>4}",
-        "ITEM", "SIZE", "LIMIT", "USED", "FREE", "REQ", "FAIL", "SLEEP", "XDOM"
-    );
-    for t in rows {
-        let name = format!("{}:", display_name(t));
-        let width = 26usize.saturating_sub(name.len()).max(1);
-        let _ = writeln!(
-            out,
-            "{name}{:>width$},{:>7},{:>8},{:>8},{:>8},{:>4},{:>4},{:>4}",
-            opt(t.size),
-            opt(t.count_limit),
-            opt(t.in_use_count),
-            opt(t.free_count),
-            opt(t.allocs),
-            opt(t.failures),
-            opt(t.sleeps),
-            opt(t.xdomain),
-        );
-    }
-}
-
-/// `vmstat -m`: Type InUse MemUse Requests Size mask.
-fn malloc_table(out: &mut String, rows: &[&MemoryType]) {
-    let _ = writeln!(
-        out,
-        "{:>16} {:>10} {:>12} {:>12}  SizeMask",
-        "Type", "InUse", "MemUse", "Requests"
-    );
-    for t in rows {
-        let _ = writeln!(
-            out,
-            "{:>16} {:>10} {:>12} {:>12}  {}",
-            display_name(t),
-            opt(t.in_use_count),
-            opt(t.in_use_bytes),
-            opt(t.allocs),
-            t.size_mask
-                .map_or_else(|| "-".into(), |m| format!("{m:#x}")),
-        );
-    }
-}
-
-/// slabtop-like: OBJS ACTIVE USE OBJ SIZE SLAB MEMORY NAME.
-fn slab_table(out: &mut String, rows: &[&MemoryType]) {
-    let _ = writeln!(
-        out,
-        "{:<28} {:>10} {:>10} {:>10} {:>8} {:>12}",
-        "NAME", "ACTIVE", "OBJS", "FREE", "OBJSIZE", "SLABBYTES"
-    );
-    for t in rows {
-        let _ = writeln!(
-            out,
-            "{:<28} {:>10} {:>10} {:>10} {:>8} {:>12}",
-            display_name(t),
-            opt(t.in_use_count),
-            opt(t.total_count),
-            opt(t.free_count),
-            opt(t.size),
-            opt(t.slab_bytes),
-        );
-    }
 }
 
 #[cfg(test)]

@@ -24,9 +24,8 @@
 //! a fixture could) is printed escaped, as in the table format, rather than sent to the
 //! terminal.
 
-use crate::escape::escape_controls;
-use crate::memstat::{Allocator, MemoryType, Snapshot};
-use std::fmt::{self, Write};
+use crate::memstat::{Allocator, MemoryType, Snapshot, VmstatTable};
+use std::fmt;
 
 /// The malloc zone sizes of FreeBSD 15.0 (`kmemzones` in `sys/kern/kern_malloc.c`, as
 /// `vm.malloc.zone_sizes` reports them, with the terminating 0 that `vm.malloc.zone_count`
@@ -60,111 +59,32 @@ impl std::error::Error for VmstatError {}
 /// The snapshot as `vmstat -m -z` prints it to a pipe. `zone_sizes` is the malloc zone size
 /// table (`vm.malloc.zone_sizes`) that the size masks index.
 pub fn render(s: &Snapshot, zone_sizes: &[u32]) -> Result<String, VmstatError> {
-    let slabs = s.iter().filter(|t| t.allocator == Allocator::Slab).count();
-    if slabs > 0 {
-        return Err(VmstatError::SlabRows { count: slabs });
+    // Rows of an allocator vmstat has no layout for (Linux slab caches) are refused.
+    let unprintable = s
+        .iter()
+        .filter(|t| t.allocator.def().vmstat_table.is_none())
+        .count();
+    if unprintable > 0 {
+        return Err(VmstatError::SlabRows { count: unprintable });
     }
-    let of = |a: Allocator| -> Vec<&MemoryType> {
-        // libmemstat's list order: the reverse of kernel order.
-        s.types.iter().filter(|t| t.allocator == a).rev().collect()
-    };
-    let (malloc, uma) = (of(Allocator::Malloc), of(Allocator::Uma));
-    let neither = malloc.is_empty() && uma.is_empty();
+    let sections: Vec<(VmstatTable, Vec<&MemoryType>)> = Allocator::ALL
+        .iter()
+        .filter_map(|a| {
+            let print = a.def().vmstat_table?;
+            // libmemstat's list order: the reverse of kernel order.
+            let rows = s.types.iter().filter(|t| t.allocator == *a).rev().collect();
+            Some((print, rows))
+        })
+        .collect();
+    // An empty snapshot still gets every section's header, as vmstat prints them.
+    let none = sections.iter().all(|(_, rows)| rows.is_empty());
     let mut out = String::new();
-    if !malloc.is_empty() || neither {
-        malloc_table(&mut out, &malloc, zone_sizes);
-    }
-    if !uma.is_empty() || neither {
-        zone_table(&mut out, &uma);
+    for (print, rows) in &sections {
+        if !rows.is_empty() || none {
+            print(&mut out, rows, zone_sizes);
+        }
     }
     Ok(out)
-}
-
-/// libmemstat's `numallocs` and `count` of a malloc type: the sums, and their difference
-/// modulo 2^64 (no clamp). A fixture row without the counters falls back to its level.
-fn malloc_figures(t: &MemoryType) -> (u64, u64, u64) {
-    let allocs = t.allocs.unwrap_or(0);
-    let count = match (t.allocs, t.frees) {
-        (Some(a), Some(f)) => a.wrapping_sub(f),
-        _ => t.in_use_count.unwrap_or(0),
-    };
-    let bytes = match (t.bytes_allocated, t.bytes_freed) {
-        (Some(a), Some(f)) => a.wrapping_sub(f),
-        _ => t.in_use_bytes.unwrap_or(0),
-    };
-    (allocs, count, bytes)
-}
-
-/// `vmstat -m`: `{T:/%16s} {T:/%4s} {T:/%5s} {T:/%3s} {T:Size(s)}` over `Type Use Memory Req`,
-/// then per type `%16s`, in-use, bytes and requests each padded on the left to 4, 5 and 4
-/// columns, a blank, and the sizes of the zones in the type's size mask, comma-separated.
-fn malloc_table(out: &mut String, rows: &[&MemoryType], zone_sizes: &[u32]) {
-    let _ = writeln!(
-        out,
-        "{:>16} {:>4} {:>5} {:>3} Size(s)",
-        "Type", "Use", "Memory", "Req"
-    );
-    for t in rows {
-        let (allocs, count, bytes) = malloc_figures(t);
-        if allocs == 0 && count == 0 {
-            continue;
-        }
-        let _ = write!(
-            out,
-            "{:>16} {count:>4} {bytes:>5} {allocs:>4} ",
-            escape_controls(&t.name)
-        );
-        let mask = t.size_mask.unwrap_or(0);
-        let mut first = true;
-        // memstat_malloc_zone_used tests bit n of the mask for each n below
-        // vm.malloc.zone_count (at most 32).
-        for (n, size) in zone_sizes.iter().enumerate().take(32) {
-            if mask & (1u64 << n) != 0 {
-                if !first {
-                    out.push(',');
-                }
-                let _ = write!(out, "{size}");
-                first = false;
-            }
-        }
-        out.push('\n');
-    }
-}
-
-/// `vmstat -z`: `{T:/%-19s} {T:/%7s} {T:/%7s} {T:/%8s} {T:/%8s} {T:/%8s} {T:/%4s} {T:/%4s}
-/// {T:/%4s}`, then per zone `name:` followed by the size right-aligned in
-/// `MAX(1, 26 - strlen(name))` columns and `,%7ju,%8ju,%8ju,%8ju,%4ju,%4ju,%4ju`.
-fn zone_table(out: &mut String, rows: &[&MemoryType]) {
-    let _ = writeln!(
-        out,
-        "{:<19} {:>7} {:>7} {:>8} {:>8} {:>8} {:>4} {:>4} {:>4}",
-        "ITEM", "SIZE", "LIMIT", "USED", "FREE", "REQ", "FAIL", "SLEEP", "XDOM"
-    );
-    for t in rows {
-        // libmemstat raises the allocations to the frees when a lock-free read shows more
-        // frees, and computes in use from the raised figure.
-        let (req, used) = match (t.allocs, t.frees) {
-            (Some(a), Some(f)) => {
-                let req = a.max(f);
-                (req, req.wrapping_sub(f))
-            }
-            (a, _) => (a.unwrap_or(0), t.in_use_count.unwrap_or(0)),
-        };
-        let name = escape_controls(&t.name);
-        // strlen counts bytes; the width is at least 1.
-        let width = 26usize.saturating_sub(name.len()).max(1);
-        let n = |v: Option<u64>| v.unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "{name}:{:>width$},{:>7},{used:>8},{:>8},{req:>8},{:>4},{:>4},{:>4}",
-            n(t.size),
-            n(t.count_limit),
-            n(t.free_count),
-            n(t.failures),
-            n(t.sleeps),
-            n(t.xdomain),
-        );
-    }
 }
 
 #[cfg(test)]

@@ -7,9 +7,12 @@
 //! A 2.1 line reads
 //! `name active_objs num_objs objsize objperslab pagesperslab : tunables l b s : slabdata active_slabs num_slabs sharedavail`.
 
+use super::display::{display_name, opt};
 use super::error::{file_error, open_regular};
 use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
+use super::AllocatorDef;
 use super::{Allocator, MemoryType, SourceError};
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -277,6 +280,35 @@ fn parse_word(
     let w = w.ok_or_else(|| bad(field, "missing".into()))?;
     w.parse()
         .map_err(|_| bad(field, format!("not a number: {w:?}")))
+}
+
+/// Linux slab caches' place among the allocators: FreeBSD's vmstat has no layout for them.
+pub const ALLOCATOR: AllocatorDef = AllocatorDef {
+    allocator: Allocator::Slab,
+    name: "slab",
+    dump_table,
+    vmstat_table: None,
+};
+
+/// slabtop-like: OBJS ACTIVE USE OBJ SIZE SLAB MEMORY NAME.
+fn dump_table(out: &mut String, rows: &[&MemoryType]) {
+    let _ = writeln!(
+        out,
+        "{:<28} {:>10} {:>10} {:>10} {:>8} {:>12}",
+        "NAME", "ACTIVE", "OBJS", "FREE", "OBJSIZE", "SLABBYTES"
+    );
+    for t in rows {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>10} {:>10} {:>10} {:>8} {:>12}",
+            display_name(t),
+            opt(t.in_use_count),
+            opt(t.total_count),
+            opt(t.free_count),
+            opt(t.size),
+            opt(t.slab_bytes),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -11,8 +11,11 @@
 //! are computed modulo 2^64 too, then clamped to zero where a lock-free read shows more freed
 //! than allocated ([`level_between`]).
 
+use super::display::{display_name, escape_controls, opt};
 use super::stream::{self, array_at, u64_at, Names};
+use super::AllocatorDef;
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
+use std::fmt::Write as _;
 
 /// The sysctl this stream is read from; also the `what` of its errors.
 pub const WHAT: &str = "kern.malloc_stats";
@@ -111,6 +114,86 @@ fn parse_type(
     t.in_use_bytes = Some(level_between(bytes_allocated, bytes_freed));
     t.size_mask = Some(size_mask);
     Ok(t)
+}
+
+/// malloc(9) types' place among the allocators.
+pub const ALLOCATOR: AllocatorDef = AllocatorDef {
+    allocator: Allocator::Malloc,
+    name: "malloc",
+    dump_table,
+    vmstat_table: Some(vmstat_table),
+};
+
+/// `vmstat -m`: Type InUse MemUse Requests Size mask.
+fn dump_table(out: &mut String, rows: &[&MemoryType]) {
+    let _ = writeln!(
+        out,
+        "{:>16} {:>10} {:>12} {:>12}  SizeMask",
+        "Type", "InUse", "MemUse", "Requests"
+    );
+    for t in rows {
+        let _ = writeln!(
+            out,
+            "{:>16} {:>10} {:>12} {:>12}  {}",
+            display_name(t),
+            opt(t.in_use_count),
+            opt(t.in_use_bytes),
+            opt(t.allocs),
+            t.size_mask
+                .map_or_else(|| "-".into(), |m| format!("{m:#x}")),
+        );
+    }
+}
+
+/// libmemstat's `numallocs` and `count` of a malloc type: the sums, and their difference
+/// modulo 2^64 (no clamp). A fixture row without the counters falls back to its level.
+fn malloc_figures(t: &MemoryType) -> (u64, u64, u64) {
+    let allocs = t.allocs.unwrap_or(0);
+    let count = match (t.allocs, t.frees) {
+        (Some(a), Some(f)) => a.wrapping_sub(f),
+        _ => t.in_use_count.unwrap_or(0),
+    };
+    let bytes = match (t.bytes_allocated, t.bytes_freed) {
+        (Some(a), Some(f)) => a.wrapping_sub(f),
+        _ => t.in_use_bytes.unwrap_or(0),
+    };
+    (allocs, count, bytes)
+}
+
+/// `vmstat -m`: `{T:/%16s} {T:/%4s} {T:/%5s} {T:/%3s} {T:Size(s)}` over `Type Use Memory Req`,
+/// then per type `%16s`, in-use, bytes and requests each padded on the left to 4, 5 and 4
+/// columns, a blank, and the sizes of the zones in the type's size mask, comma-separated.
+fn vmstat_table(out: &mut String, rows: &[&MemoryType], zone_sizes: &[u32]) {
+    let _ = writeln!(
+        out,
+        "{:>16} {:>4} {:>5} {:>3} Size(s)",
+        "Type", "Use", "Memory", "Req"
+    );
+    for t in rows {
+        let (allocs, count, bytes) = malloc_figures(t);
+        if allocs == 0 && count == 0 {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "{:>16} {count:>4} {bytes:>5} {allocs:>4} ",
+            escape_controls(&t.name)
+        );
+        let mask = t.size_mask.unwrap_or(0);
+        let mut first = true;
+        // memstat_malloc_zone_used tests bit n of the mask for each n below
+        // vm.malloc.zone_count (at most 32).
+        for (n, size) in zone_sizes.iter().enumerate().take(32) {
+            if mask & (1u64 << n) != 0 {
+                if !first {
+                    out.push(',');
+                }
+                let _ = write!(out, "{size}");
+                first = false;
+            }
+        }
+        out.push('\n');
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! A figure a source does not provide is `None`, never a made-up zero: the MIB turns `None`
 //! into an absent cell (noSuchInstance on Get, skipped by GetNext).
 
+pub(crate) mod display;
 pub(crate) mod error;
 pub mod fixture;
 pub mod linux;
@@ -36,15 +37,38 @@ pub enum Allocator {
     Slab = 3,
 }
 
+/// What the rest of the daemon knows of an allocator: each is one definition, in the module
+/// of its own statistics (`malloc`, `uma`, `linux` for slab caches).
+pub struct AllocatorDef {
+    pub allocator: Allocator,
+    /// Its name in fixtures, logs and the tables (the `Allocator`'s serde name).
+    pub name: &'static str,
+    /// Its section of `dump --format table`, in the spirit of its native tool.
+    pub dump_table: fn(&mut String, &[&MemoryType]),
+    /// Its section of `dump --format vmstat`, where FreeBSD's vmstat prints it, given the
+    /// malloc zone sizes the size masks index.
+    pub vmstat_table: Option<VmstatTable>,
+}
+
+/// An allocator's section of `dump --format vmstat`: the rows, in libmemstat's order, and the
+/// malloc zone sizes.
+pub type VmstatTable = fn(&mut String, &[&MemoryType], &[u32]);
+
 impl Allocator {
+    /// Every allocator, in the order the tables list them.
     pub const ALL: [Allocator; 3] = [Allocator::Malloc, Allocator::Uma, Allocator::Slab];
 
-    pub fn as_str(self) -> &'static str {
+    /// Its definition.
+    pub fn def(self) -> &'static AllocatorDef {
         match self {
-            Allocator::Malloc => "malloc",
-            Allocator::Uma => "uma",
-            Allocator::Slab => "slab",
+            Allocator::Malloc => &malloc::ALLOCATOR,
+            Allocator::Uma => &uma::ALLOCATOR,
+            Allocator::Slab => &linux::ALLOCATOR,
         }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.def().name
     }
 
     /// The MIB enumeration value.
@@ -382,6 +406,16 @@ mod tests {
         m.allocs = Some(allocs);
         m.in_use_count = Some(allocs / 2);
         m
+    }
+
+    #[test]
+    fn each_allocator_definition_is_its_own() {
+        for a in Allocator::ALL {
+            assert_eq!(a.def().allocator, a);
+            // The name is the one fixtures use.
+            let json = serde_json::to_string(&a).unwrap();
+            assert_eq!(json, format!("\"{}\"", a.def().name));
+        }
     }
 
     #[test]

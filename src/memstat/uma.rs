@@ -15,8 +15,11 @@
 //! ([`level_between`]; libmemstat wraps to a number near 2^64), and the byte limit is computed
 //! in 64 bits (libmemstat multiplies two `uint32_t`s and wraps).
 
+use super::display::{display_name, escape_controls, opt};
 use super::stream::{self, array_at, u32_at, u64_at, Names};
+use super::AllocatorDef;
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
+use std::fmt::Write as _;
 
 /// The sysctl this stream is read from; also the `what` of its errors.
 pub const WHAT: &str = "vm.zone_stats";
@@ -162,6 +165,76 @@ fn parse_zone(
     t.zone_free = Some(zone_free);
     t.keg_free = (!secondary).then_some(keg_free);
     Ok(t)
+}
+
+/// UMA zones' place among the allocators: their name, their MIB number and how the tables
+/// print them.
+pub const ALLOCATOR: AllocatorDef = AllocatorDef {
+    allocator: Allocator::Uma,
+    name: "uma",
+    dump_table,
+    vmstat_table: Some(vmstat_table),
+};
+
+/// `vmstat -z`: ITEM SIZE LIMIT USED FREE REQ FAIL SLEEP XDOM.
+fn dump_table(out: &mut String, rows: &[&MemoryType]) {
+    let _ = writeln!(
+        out,
+        "{:<19} {:>7}  {:>7} {:>8} {:>8} {:>8} {:>4} {:>4} {:>4}",
+        "ITEM", "SIZE", "LIMIT", "USED", "FREE", "REQ", "FAIL", "SLEEP", "XDOM"
+    );
+    for t in rows {
+        let name = format!("{}:", display_name(t));
+        let width = 26usize.saturating_sub(name.len()).max(1);
+        let _ = writeln!(
+            out,
+            "{name}{:>width$},{:>7},{:>8},{:>8},{:>8},{:>4},{:>4},{:>4}",
+            opt(t.size),
+            opt(t.count_limit),
+            opt(t.in_use_count),
+            opt(t.free_count),
+            opt(t.allocs),
+            opt(t.failures),
+            opt(t.sleeps),
+            opt(t.xdomain),
+        );
+    }
+}
+
+/// `vmstat -z`: `{T:/%-19s} {T:/%7s} {T:/%7s} {T:/%8s} {T:/%8s} {T:/%8s} {T:/%4s} {T:/%4s}
+/// {T:/%4s}`, then per zone `name:` followed by the size right-aligned in
+/// `MAX(1, 26 - strlen(name))` columns and `,%7ju,%8ju,%8ju,%8ju,%4ju,%4ju,%4ju`.
+fn vmstat_table(out: &mut String, rows: &[&MemoryType], _zone_sizes: &[u32]) {
+    let _ = writeln!(
+        out,
+        "{:<19} {:>7} {:>7} {:>8} {:>8} {:>8} {:>4} {:>4} {:>4}",
+        "ITEM", "SIZE", "LIMIT", "USED", "FREE", "REQ", "FAIL", "SLEEP", "XDOM"
+    );
+    for t in rows {
+        // libmemstat raises the allocations to the frees when a lock-free read shows more
+        // frees, and computes in use from the raised figure.
+        let (req, used) = match (t.allocs, t.frees) {
+            (Some(a), Some(f)) => {
+                let req = a.max(f);
+                (req, req.wrapping_sub(f))
+            }
+            (a, _) => (a.unwrap_or(0), t.in_use_count.unwrap_or(0)),
+        };
+        let name = escape_controls(&t.name);
+        // strlen counts bytes; the width is at least 1.
+        let width = 26usize.saturating_sub(name.len()).max(1);
+        let n = |v: Option<u64>| v.unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "{name}:{:>width$},{:>7},{used:>8},{:>8},{req:>8},{:>4},{:>4},{:>4}",
+            n(t.size),
+            n(t.count_limit),
+            n(t.free_count),
+            n(t.failures),
+            n(t.sleeps),
+            n(t.xdomain),
+        );
+    }
 }
 
 #[cfg(test)]
