@@ -15,6 +15,7 @@ use std::path::Path;
 /// The `fixture` source: a JSON file as `dump --format json` prints it, with any data a
 /// snapshot holds, so that any host can be replayed on another.
 pub const SOURCE: SourceDef = SourceDef {
+    module: module_path!(),
     name: "fixture",
     summary: "a JSON file as dump --format json prints it, re-read at every refresh",
     path: PathRule::Required,

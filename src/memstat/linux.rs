@@ -22,6 +22,7 @@ pub const SLABINFO: &str = "/proc/slabinfo";
 
 /// The `linux` source: the slab caches of /proc/slabinfo, or of another file in its format.
 pub const SOURCE: SourceDef = SourceDef {
+    module: module_path!(),
     name: "linux",
     summary: "the Linux kernel's slab caches (/proc/slabinfo, or PATH in its format)",
     path: PathRule::Default(SLABINFO),
@@ -284,6 +285,7 @@ fn parse_word(
 
 /// Linux slab caches' place among the allocators: FreeBSD's vmstat has no layout for them.
 pub const ALLOCATOR: AllocatorDef = AllocatorDef {
+    module: module_path!(),
     allocator: Allocator::Slab,
     name: "slab",
     dump_table,

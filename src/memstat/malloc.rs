@@ -118,6 +118,7 @@ fn parse_type(
 
 /// malloc(9) types' place among the allocators.
 pub const ALLOCATOR: AllocatorDef = AllocatorDef {
+    module: module_path!(),
     allocator: Allocator::Malloc,
     name: "malloc",
     dump_table,

@@ -40,6 +40,8 @@ pub enum Allocator {
 /// What the rest of the daemon knows of an allocator: each is one definition, in the module
 /// of its own statistics (`malloc`, `uma`, `linux` for slab caches).
 pub struct AllocatorDef {
+    /// Its own module (`module_path!()`), which may name it where others may not.
+    pub module: &'static str,
     pub allocator: Allocator,
     /// Its name in fixtures, logs and the tables (the `Allocator`'s serde name).
     pub name: &'static str,

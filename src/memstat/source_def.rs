@@ -8,6 +8,9 @@ use std::path::Path;
 
 /// One source: what it is called, what it reads, and how.
 pub struct SourceDef {
+    /// Its own module (`module_path!()`): the one product file besides the registry that may
+    /// name it (tests/source_registry.rs holds every other file to that).
+    pub module: &'static str,
     /// Its name, and the `--source` entry that selects it (with `:PATH` when it takes one).
     pub name: &'static str,
     /// One line for `--help` and the man page.

@@ -13,6 +13,7 @@ use std::path::Path;
 
 /// The `freebsd` source: the running kernel's malloc types and UMA zones.
 pub const SOURCE: SourceDef = SourceDef {
+    module: module_path!(),
     name: "freebsd",
     summary: "the FreeBSD kernel's malloc types and UMA zones (kern.malloc_stats, vm.zone_stats)",
     path: PathRule::None,

@@ -170,6 +170,7 @@ fn parse_zone(
 /// UMA zones' place among the allocators: their name, their MIB number and how the tables
 /// print them.
 pub const ALLOCATOR: AllocatorDef = AllocatorDef {
+    module: module_path!(),
     allocator: Allocator::Uma,
     name: "uma",
     dump_table,
