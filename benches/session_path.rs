@@ -8,10 +8,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memstat_agentx::agent::{Agent, AgentSettings, Handled};
-use memstat_agentx::agentx::pdu::{Payload, Pdu, SearchRange};
+use memstat_agentx::agentx::pdu::{Payload, Pdu, SearchRange, Value};
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::MemoryType;
-use memstat_agentx::mib::{Mib, MEMSTAT_MIB_ROOT};
+use memstat_agentx::mib::MEMSTAT_MIB_ROOT;
 use memstat_agentx::oid::Oid;
 use std::time::{Duration, Instant};
 
@@ -21,19 +21,36 @@ mod common;
 const TYPES: usize = 300;
 const REPETITIONS: u32 = 10;
 
-/// The GetNext frames of one walk, as the master sends them (transactionID patched per run).
-fn walk_frames() -> Vec<Vec<u8>> {
-    let view = common::view_of(TYPES);
-    let status = common::status();
-    let mib = Mib::new(&view, &status);
+/// A long max-age: the steady state of a walk, without a refresh inside the timing.
+fn settings() -> AgentSettings {
+    AgentSettings {
+        notify: memstat_agentx::agent::WatchSettings::default(),
+        max_age: Duration::from_secs(3600),
+        walk_window: Duration::from_secs(30),
+    }
+}
+
+/// The GetNext frames of one walk of memTypeTable over `types`, as the master sends them
+/// (transactionID patched per run), and the cells the walk returns. Each frame starts where
+/// the previous one's answer, by an agent of its own serving `types`, stopped; the last one
+/// is answered from past the table.
+fn walk_frames(types: &[MemoryType]) -> (Vec<Vec<u8>>, Vec<Vec<u32>>) {
+    let now = Instant::now();
+    let mut agent = Agent::new(
+        &["bench".into()],
+        StableIndexes::in_memory(),
+        settings(),
+        now,
+    );
     let table = common::type_table();
     let mut end = MEMSTAT_MIB_ROOT.to_vec();
     *end.last_mut().unwrap() += 1;
     let mut frames = Vec::new();
+    let mut cells = Vec::new();
+    let mut out = Vec::new();
     let mut cur = table.clone();
     loop {
-        let mut f = Vec::new();
-        Pdu::new(
+        let mut pdu = Pdu::new(
             7,
             0,
             frames.len() as u32,
@@ -44,33 +61,38 @@ fn walk_frames() -> Vec<Vec<u8>> {
                     end: Oid(end.clone()),
                 }],
             },
-        )
-        .encode(&mut f);
+        );
+        let mut f = Vec::new();
+        pdu.encode(&mut f);
         frames.push(f);
-        match mib.get_next(&cur, false, &[]) {
-            Some((o, _)) if o.starts_with(&table) => cur = o.0,
-            _ => break,
+        pdu.ids.transaction_id = frames.len() as u32;
+        assert!(agent.answer_blocking(&pdu, now, &mut out, &mut || Ok(types.to_vec())));
+        let Payload::Response { mut varbinds, .. } = Pdu::decode(&out).unwrap().payload else {
+            panic!("not a Response");
+        };
+        let vb = varbinds.remove(0);
+        if vb.value == Value::EndOfMibView || !vb.name.starts_with(&table) {
+            break;
         }
+        cur = vb.name.0;
+        cells.push(cur.clone());
     }
-    frames
+    (frames, cells)
 }
 
 fn bench(c: &mut Criterion) {
     let types: Vec<MemoryType> = (0..TYPES).map(common::full_type).collect();
-    // A long max-age: the steady state of a walk, without a refresh inside the timing.
-    let settings = AgentSettings {
-        notify: memstat_agentx::agent::WatchSettings::default(),
-        max_age: Duration::from_secs(3600),
-        walk_window: Duration::from_secs(30),
-    };
     let mut agent = Agent::new(
         &["bench".into()],
         StableIndexes::in_memory(),
-        settings,
+        settings(),
         Instant::now(),
     );
-    let mut frames = walk_frames();
-    assert_eq!(frames.len(), TYPES * 23 + 1);
+    let (mut frames, cells) = walk_frames(&types);
+    // One GetNext per cell (every accessible memTypeEntry column of every row, as the MIB's
+    // definitions count them), and the one that leaves the table.
+    common::assert_full_rows(cells.iter().map(Vec::as_slice), TYPES);
+    assert_eq!(frames.len(), TYPES * common::type_columns() + 1);
     let mut out = Vec::with_capacity(64 * 1024);
     // The first request reads the source, as the daemon's does.
     let first = Pdu::decode(&frames[0]).unwrap();

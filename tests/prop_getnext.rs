@@ -1,25 +1,46 @@
-//! Property: GetNext over any snapshot returns exactly the sorted successor, or endOfMibView.
+//! Property: GetNext over any snapshot returns exactly the sorted successor, or endOfMibView,
+//! on the path production takes: request PDUs encoded and decoded with the AgentX codec and
+//! answered by `Agent::handle`, whose Response is decoded in turn.
 //!
-//! A random snapshot (allocators, names, absent and present figures, per-CPU rows) is laid out
-//! with `MibView::new` under random distinct memTypeIndex values. The test enumerates every
-//! (OID, value) the MIB should serve *independently* of src/mib.rs, from MEMSTAT-MIB's
-//! documented layout:
+//! A random snapshot (allocators, names, some repeated, with their kernel-order ordinals,
+//! absent and present figures, per-CPU rows) is handed to an agent as the result of its
+//! read, under random distinct memTypeIndex values that the agent's `StableIndexes` loads
+//! from a state file written here (the index contract: a key keeps the index its state file
+//! gives it). Optionally an earlier snapshot shows some of the rows first, so that the others
+//! (and rows whose allocation counter went backwards) get a discontinuity time; optionally a
+//! later read fails, or no read ever succeeds. The test enumerates every (OID, value) the MIB
+//! should serve *independently* of src/, from MEMSTAT-MIB's documented layout:
 //!
-//! - scalars `R.1.1.N.0`, from the `DaemonStatus` passed in;
+//! - scalars `R.1.1.N.0`, from the agent's `status(now)` at the one `now` every request is
+//!   answered at (so uptime and age do not move), itself checked against the scenario;
 //! - memTypeTable `R.1.2.1.col.index`, for the cells that are present;
 //! - memCpuTable `R.1.3.1.col.index.cpu`;
 //! - memAllocatorTable `R.1.4.1.col.allocator`, one row per allocator that has types;
 //!
-//! sorts it, and checks `get_next(start, include, end)` against a linear scan for random
+//! sorts it, and checks GetNext (`start`, `include`, `end`) against a linear scan for random
 //! starts (instance OIDs with include 0/1, OIDs near and inside the tables, OIDs outside the
-//! MIB) and random end bounds. `get` of every expected instance must return its value.
+//! MIB) and random end bounds, one range per PDU and all of them in one PDU. Get of every
+//! expected instance must return its value, Get of anything else noSuchObject or
+//! noSuchInstance, and a walk from the null OID must visit exactly the expected objects.
+//!
+//! The agent tracks walks, so the requests change its state; none may change the answers,
+//! which all come from the one snapshot (max-age is far longer than any age here, and every
+//! request may read: a read it asked for would fail the test).
 
-use memstat_agentx::agentx::pdu::Value;
-use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
-use memstat_agentx::mib::{DaemonStatus, Mib, MibView, SourceStatus};
+#[path = "support/columns.rs"]
+mod columns;
+#[path = "support/full_type.rs"]
+mod full_type;
+
+use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
+use memstat_agentx::agentx::pdu::{Payload, Pdu, ResError, SearchRange, Value};
+use memstat_agentx::index::StableIndexes;
+use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, SourceError};
+use memstat_agentx::mib::{object_defs, Access, DaemonStatus, SourceStatus};
+use memstat_agentx::oid::Oid;
 use proptest::prelude::*;
-use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::collections::{BTreeSet, HashSet};
+use std::time::{Duration, Instant};
 
 const R: [u32; 8] = [1, 3, 6, 1, 4, 1, 32473, 1];
 
@@ -30,7 +51,7 @@ fn r(tail: &[u32]) -> Vec<u32> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The expected objects, written from the MIB file rather than from src/mib.rs
+// The expected objects, written from the MIB file rather than from src/
 // ---------------------------------------------------------------------------------------------
 
 /// SnmpAdminString (SIZE (0..255)): the UTF-8 bytes, cut to 255 on a character boundary.
@@ -155,6 +176,29 @@ fn expected(
         put(r(&[1, 1, n, 0]), v);
     }
 
+    // memSourceTable: R.1.1.12.1.col.memSrcIndex, a row per source from 1, column by column.
+    let status_number = |s: SourceStatus| match s {
+        SourceStatus::Ok => 1,
+        SourceStatus::Stale => 2,
+        SourceStatus::Error => 3,
+    };
+    for col in 2..=6u32 {
+        for (i, line) in st.sources.iter().enumerate() {
+            let v = match col {
+                2 => Some(admin_string(&line.name)),
+                3 => Some(Value::Integer(status_number(line.status))),
+                4 => Some(admin_string(&line.last_error)),
+                5 => line
+                    .last_good_ms
+                    .map(|ms| Value::OctetString(date_and_time(ms))),
+                _ => line
+                    .types
+                    .map(|n| Value::Gauge32(u32::try_from(n).unwrap_or(u32::MAX))),
+            };
+            put(r(&[1, 1, 12, 1, col, i as u32 + 1]), v);
+        }
+    }
+
     // memTypeTable: R.1.2.1.col.index
     for (i, t) in types.iter().enumerate() {
         let idx = indexes[i];
@@ -256,6 +300,299 @@ fn successor<'a>(
 }
 
 // ---------------------------------------------------------------------------------------------
+// The agent, asked through the codec
+// ---------------------------------------------------------------------------------------------
+
+/// Far longer than any age or uptime here: no request may find the snapshot too old.
+const MAX_AGE: Duration = Duration::from_secs(1000 * 86_400);
+
+fn settings() -> AgentSettings {
+    AgentSettings {
+        notify: WatchSettings::default(),
+        max_age: MAX_AGE,
+        walk_window: Duration::from_secs(30),
+    }
+}
+
+/// An agent answering every request at one fixed `now`.
+struct Served {
+    agent: Agent,
+    now: Instant,
+    txn: u32,
+    out: Vec<u8>,
+}
+
+impl Served {
+    fn new(agent: Agent, now: Instant) -> Served {
+        Served {
+            agent,
+            now,
+            txn: 0,
+            out: Vec::new(),
+        }
+    }
+
+    /// One request, as the session hands it over: encoded, decoded, then `Agent::handle`
+    /// (which may ask for a read; none is due, so that is a failure). The Response's
+    /// varbinds, one per range.
+    fn ask(&mut self, payload: Payload) -> Vec<(Vec<u32>, Value)> {
+        let ranges = match &payload {
+            Payload::Get { ranges } | Payload::GetNext { ranges } => ranges.len(),
+            p => panic!("not a Get or GetNext: {p:?}"),
+        };
+        self.txn += 1;
+        let mut frame = Vec::new();
+        Pdu::new(1, self.txn, self.txn, payload).encode(&mut frame);
+        let pdu = Pdu::decode(&frame).expect("the request decodes");
+        let handled = self.agent.handle(&pdu, self.now, true, &mut self.out);
+        assert_eq!(handled, Handled::Reply, "{pdu:?}");
+        let answer = Pdu::decode(&self.out).expect("the Response decodes");
+        assert_eq!(answer.ids.transaction_id, self.txn);
+        match answer.payload {
+            Payload::Response {
+                error,
+                index,
+                varbinds,
+                ..
+            } => {
+                assert_eq!((error, index), (ResError::NO_ERROR, 0), "{pdu:?}");
+                assert_eq!(varbinds.len(), ranges, "one varbind per range");
+                varbinds
+                    .into_iter()
+                    .map(|vb| (vb.name.0, vb.value))
+                    .collect()
+            }
+            p => panic!("not a Response: {p:?}"),
+        }
+    }
+
+    fn get_next_all(&mut self, queries: &[(Vec<u32>, bool, Vec<u32>)]) -> Vec<(Vec<u32>, Value)> {
+        let ranges = queries
+            .iter()
+            .map(|(start, include, end)| SearchRange {
+                start: Oid(start.clone()),
+                include: *include,
+                end: Oid(end.clone()),
+            })
+            .collect();
+        self.ask(Payload::GetNext { ranges })
+    }
+
+    fn get_next(&mut self, start: &[u32], include: bool, end: &[u32]) -> (Vec<u32>, Value) {
+        self.get_next_all(&[(start.to_vec(), include, end.to_vec())])
+            .remove(0)
+    }
+
+    fn get_all(&mut self, oids: &[Vec<u32>]) -> Vec<Value> {
+        let ranges = oids
+            .iter()
+            .map(|o| SearchRange {
+                start: Oid(o.clone()),
+                include: false,
+                end: Oid::null(),
+            })
+            .collect();
+        let got = self.ask(Payload::Get { ranges });
+        for ((name, _), oid) in got.iter().zip(oids) {
+            assert_eq!(name, oid, "a Get answers with the name asked for");
+        }
+        got.into_iter().map(|(_, v)| v).collect()
+    }
+
+    fn get(&mut self, oid: &[u32]) -> Value {
+        self.get_all(&[oid.to_vec()]).remove(0)
+    }
+
+    /// Every object from `start` up to `end` (exclusive; empty is unbounded), by GetNext.
+    fn walk(&mut self, start: &[u32], end: &[u32]) -> Vec<(Vec<u32>, Value)> {
+        let mut walked: Vec<(Vec<u32>, Value)> = Vec::new();
+        let mut at = start.to_vec();
+        loop {
+            let (o, v) = self.get_next(&at, false, end);
+            if v == Value::EndOfMibView {
+                assert_eq!(o, at, "endOfMibView names the start");
+                return walked;
+            }
+            assert!(o > at, "the walk went backwards at {o:?}, from {at:?}");
+            assert!(walked.len() < 100_000, "the walk does not end");
+            at = o.clone();
+            walked.push((o, v));
+        }
+    }
+}
+
+/// The index state file (`indexes.json` in the state directory) giving each key its index.
+fn state_dir(types: &[MemoryType], indexes: &[u32]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let entries: Vec<serde_json::Value> = types
+        .iter()
+        .zip(indexes)
+        .map(|(t, i)| {
+            serde_json::json!({
+                "allocator": t.allocator,
+                "name": t.name,
+                "ordinal": t.ordinal,
+                "index": i,
+            })
+        })
+        .collect();
+    let body = serde_json::json!({ "version": 1, "entries": entries });
+    std::fs::write(dir.path().join("indexes.json"), body.to_string()).unwrap();
+    dir
+}
+
+/// Whether a type was in the earlier snapshot, and how.
+#[derive(Clone, Copy, Debug)]
+enum Before {
+    /// Not there: the row appears at the snapshot served.
+    New,
+    /// There with the same figures.
+    Seen,
+    /// There with a higher allocation counter (none when the type has none, or u64::MAX).
+    Reset,
+}
+
+/// What the agent went through before the requests.
+#[derive(Clone, Debug)]
+enum Reads {
+    /// The one good read (after the earlier one, if any).
+    Good,
+    /// The good read, then a failed one: the snapshot is stale.
+    GoodThenFailed(String),
+    /// A failed read and no good one: no snapshot at all.
+    Failed(String),
+}
+
+#[derive(Clone, Debug)]
+struct Scenario {
+    source: String,
+    /// From the agent's start to its (last good, or failed) read.
+    read_after_ms: u64,
+    /// From that read to the requests.
+    age_ms: u64,
+    reads: Reads,
+    /// An earlier snapshot: the master's sysUpTime at the served one, and per type whether
+    /// the earlier one had it.
+    before: Option<(u32, Vec<Before>)>,
+    /// Why the index state would not be saved (memSourceLastError while the source is fine).
+    persistence: Option<String>,
+    sent: u64,
+    dropped: u64,
+}
+
+/// An agent that went through `sc` with the snapshot `types`, keys given `indexes`; and the
+/// discontinuity time the MIB's description of memTypeDiscontinuityTime gives each row: the
+/// master's sysUpTime at the snapshot for a row (key) the earlier snapshot did not have or
+/// whose allocation counter went backwards since, else 0.
+fn serve(types: &[MemoryType], indexes: &[u32], sc: &Scenario) -> (Served, Vec<u32>) {
+    let dir = state_dir(types, indexes);
+    let (loaded, problems) = StableIndexes::load(dir.path());
+    assert!(problems.is_empty(), "{problems:?}");
+    let t0 = Instant::now();
+    let mut agent = Agent::new(&[sc.source.clone()], loaded, settings(), t0);
+    agent.set_persistence_problem(sc.persistence.clone());
+    agent.notifications_sent(sc.sent);
+    agent.notifications_dropped(sc.dropped);
+    let at = t0 + Duration::from_millis(sc.read_after_ms);
+    let now = at + Duration::from_millis(sc.age_ms);
+    let failed = |message: &String| {
+        Err(SourceError::Unavailable {
+            message: message.clone(),
+        })
+    };
+    let mut disc = vec![0; types.len()];
+    if let Reads::Failed(e) = &sc.reads {
+        agent.read_started(at);
+        agent.read_finished(failed(e), at);
+        return (Served::new(agent, now), disc);
+    }
+    if let Some((master_now, before)) = &sc.before {
+        let mut earlier = Vec::new();
+        for (t, b) in types.iter().zip(before) {
+            let mut e = t.clone();
+            match b {
+                Before::New => continue,
+                Before::Seen => {}
+                Before::Reset => e.allocs = t.allocs.filter(|&a| a < u64::MAX).map(|a| a + 1),
+            }
+            earlier.push(e);
+        }
+        // Rows are told apart by key: the earlier snapshot's ordinals are its own.
+        let earlier = kernel_ordinals(earlier);
+        for (t, d) in types.iter().zip(&mut disc) {
+            let seen = earlier
+                .iter()
+                .find(|e| (e.allocator, &e.name, e.ordinal) == (t.allocator, &t.name, t.ordinal));
+            let went_back =
+                |e: &MemoryType| matches!((t.allocs, e.allocs), (Some(a), Some(p)) if a < p);
+            if seen.map_or(true, went_back) {
+                *d = *master_now;
+            }
+        }
+        agent.read_started(at);
+        agent.read_finished(Ok(earlier), at);
+        agent.master_uptime(*master_now, at);
+    }
+    agent.read_started(at);
+    agent.read_finished(Ok(types.to_vec()), at);
+    if let Reads::GoodThenFailed(e) = &sc.reads {
+        let later = at + Duration::from_millis(sc.age_ms / 2);
+        agent.read_started(later);
+        agent.read_finished(failed(e), later);
+    }
+    (Served::new(agent, now), disc)
+}
+
+/// The agent's scalars at the requests' `now`, checked against what it went through.
+fn status_of(s: &Served, sc: &Scenario) -> DaemonStatus {
+    let st = s.agent.status(s.now);
+    let uptime_ms = sc.read_after_ms + sc.age_ms;
+    assert_eq!(st.uptime_ticks, (uptime_ms / 10) as u32, "memDaemonUptime");
+    assert_eq!(st.source_name, sc.source);
+    assert_eq!(
+        (st.notifications_sent, st.notifications_dropped),
+        (sc.sent, sc.dropped)
+    );
+    let good = match sc.reads {
+        Reads::Failed(_) => 0,
+        _ => 1 + u64::from(sc.before.is_some()),
+    };
+    let (status, failures, error) = match &sc.reads {
+        Reads::Good => (
+            SourceStatus::Ok,
+            0,
+            sc.persistence.clone().unwrap_or_default(),
+        ),
+        Reads::GoodThenFailed(e) => (SourceStatus::Stale, 1, e.clone()),
+        Reads::Failed(e) => (SourceStatus::Error, 1, e.clone()),
+    };
+    let generation = (good > 0).then_some(good);
+    assert_eq!(st.status, status, "memSourceStatus");
+    assert_eq!(
+        (st.refreshes, st.refresh_failures),
+        (good + failures, failures)
+    );
+    assert_eq!(st.snapshot_generation, generation, "memSnapshotGeneration");
+    assert_eq!(st.last_error, error, "memSourceLastError");
+    let age = generation.map(|_| sc.age_ms);
+    assert_eq!(st.snapshot_age_ms, age, "memSnapshotAge");
+    assert_eq!(st.snapshot_time_ms.is_some(), generation.is_some());
+    // One source: its row says what the scalars say, but only its own error.
+    assert_eq!(st.sources.len(), 1, "memSourceTable");
+    let line = &st.sources[0];
+    assert_eq!(line.name, sc.source);
+    assert_eq!(line.status, status, "memSrcStatus");
+    let own_error = match &sc.reads {
+        Reads::Good => String::new(),
+        Reads::GoodThenFailed(e) | Reads::Failed(e) => e.clone(),
+    };
+    assert_eq!(line.last_error, own_error, "memSrcLastError");
+    assert_eq!(line.last_good_ms.is_some(), generation.is_some());
+    assert_eq!(line.types.is_some(), generation.is_some(), "memSrcTypes");
+    st
+}
+
+// ---------------------------------------------------------------------------------------------
 // Strategies
 // ---------------------------------------------------------------------------------------------
 
@@ -317,14 +654,13 @@ fn arb_per_cpu() -> impl Strategy<Value = Vec<PerCpu>> {
 prop_compose! {
     fn arb_type()(
         allocator in arb_allocator(),
-        name in arb_name(),
-        ordinal in prop_oneof![3 => 0u32..3, 1 => any::<u32>()],
+        // Names that repeat too: FreeBSD has several zones or malloc types of one name.
+        name in prop_oneof![arb_name(), prop_oneof![Just("mbuf"), Just("dup")].prop_map(String::from)],
         a in proptest::collection::vec(fig(), 19),
         size_mask in fig(),
         per_cpu in arb_per_cpu(),
     ) -> MemoryType {
         let mut t = MemoryType::new(allocator, name);
-        t.ordinal = ordinal;
         t.size = a[0];
         t.real_size = a[1];
         t.count_limit = a[2];
@@ -349,52 +685,73 @@ prop_compose! {
     }
 }
 
-fn arb_status() -> impl Strategy<Value = DaemonStatus> {
+/// memTypeOrdinal as the MIB describes it: the ordinal among the types of the same allocator
+/// and name, in the kernel's order (0 for the first). Keys (allocator, name, ordinal) are so
+/// distinct, as a source's are.
+fn kernel_ordinals(mut types: Vec<MemoryType>) -> Vec<MemoryType> {
+    for i in 0..types.len() {
+        let earlier = types[..i]
+            .iter()
+            .filter(|e| e.allocator == types[i].allocator && e.name == types[i].name)
+            .count();
+        types[i].ordinal = earlier as u32;
+    }
+    types
+}
+
+fn arb_reads() -> impl Strategy<Value = Reads> {
+    prop_oneof![
+        6 => Just(Reads::Good),
+        2 => arb_name().prop_map(Reads::GoodThenFailed),
+        1 => arb_name().prop_map(Reads::Failed),
+    ]
+}
+
+fn arb_scenario(types: usize) -> impl Strategy<Value = Scenario> {
+    let before = prop_oneof![Just(Before::New), Just(Before::Seen), Just(Before::Reset)];
     (
-        any::<u32>(),
-        proptest::option::of(0u64..4_102_444_800_000), // up to 2100-01-01
-        proptest::option::of(prop_oneof![0u64..100_000, any::<u64>()]),
-        proptest::option::of(any::<u64>()),
-        (any::<u64>(), any::<u64>()),
         arb_name(),
-        prop_oneof![
-            Just(SourceStatus::Ok),
-            Just(SourceStatus::Stale),
-            Just(SourceStatus::Error)
-        ],
-        arb_name(),
+        // Up to about 700 days: memDaemonUptime wraps after 497.
+        prop_oneof![0u64..100_000, 0u64..60_000_000_000],
+        // Up to about 115 days: memSnapshotAge (Gauge32, ms) sticks at 2^32 - 1 after 49.
+        prop_oneof![0u64..100_000, 0u64..10_000_000_000],
+        arb_reads(),
+        proptest::option::of((any::<u32>(), proptest::collection::vec(before, types))),
+        proptest::option::of(arb_name()),
+        (
+            prop_oneof![Just(0u64), any::<u64>()],
+            prop_oneof![Just(0u64), any::<u64>()],
+        ),
     )
         .prop_map(
-            |(up, time, age, generation, (refreshes, failures), source, status, err)| {
-                DaemonStatus {
-                    uptime_ticks: up,
-                    snapshot_time_ms: time,
-                    snapshot_age_ms: age,
-                    snapshot_generation: generation,
-                    refreshes,
-                    refresh_failures: failures,
-                    source_name: source,
-                    status,
-                    last_error: err,
-                    notifications_sent: refreshes / 3,
-                    notifications_dropped: failures / 2,
-                    sources: Vec::new(),
+            |(source, read_after_ms, age_ms, reads, before, persistence, (sent, dropped))| {
+                Scenario {
+                    source,
+                    read_after_ms,
+                    age_ms,
+                    reads,
+                    before,
+                    persistence,
+                    sent,
+                    dropped,
                 }
             },
         )
 }
 
-/// A snapshot with one distinct memTypeIndex and one discontinuity time per type.
-fn arb_view() -> impl Strategy<Value = (Vec<MemoryType>, Vec<u32>, Vec<u32>)> {
-    proptest::collection::vec(arb_type(), 0..10).prop_flat_map(|types| {
-        let n = types.len();
-        let pool: Vec<u32> = (1u32..=24).chain([1000, u32::MAX - 1, u32::MAX]).collect();
-        (
-            Just(types),
-            proptest::sample::subsequence(pool, n).prop_shuffle(),
-            proptest::collection::vec(any::<u32>(), n),
-        )
-    })
+/// A snapshot with one distinct memTypeIndex per type, and what the agent went through.
+fn arb_served() -> impl Strategy<Value = (Vec<MemoryType>, Vec<u32>, Scenario)> {
+    proptest::collection::vec(arb_type(), 0..10)
+        .prop_map(kernel_ordinals)
+        .prop_flat_map(|types| {
+            let n = types.len();
+            let pool: Vec<u32> = (1u32..=24).chain([1000, u32::MAX - 1, u32::MAX]).collect();
+            (
+                Just(types),
+                proptest::sample::subsequence(pool, n).prop_shuffle(),
+                arb_scenario(n),
+            )
+        })
 }
 
 /// How a query's start (or end) OID is chosen; resolved against the expected set.
@@ -452,40 +809,78 @@ proptest! {
 
     #[test]
     fn getnext_is_the_sorted_successor(
-        (types, indexes, disc) in arb_view(),
-        st in arb_status(),
+        (types, indexes, sc) in arb_served(),
         queries in proptest::collection::vec((arb_pick(), any::<bool>(), arb_pick(), any::<bool>()), 1..40),
     ) {
-        let all = expected(&types, &indexes, &disc, &st);
-        let snapshot = Snapshot::new(1, UNIX_EPOCH + Duration::from_secs(1), "prop".into(), types);
-        let view = MibView::new(Arc::new(snapshot), &indexes, &disc);
-        let mib = Mib::new(&view, &st);
+        let (mut s, disc) = serve(&types, &indexes, &sc);
+        let st = status_of(&s, &sc);
+        let served: &[MemoryType] = match sc.reads {
+            Reads::Failed(_) => &[],
+            _ => &types,
+        };
+        let all = expected(served, &indexes, &disc, &st);
+        let instances: HashSet<&[u32]> = all.iter().map(|(o, _)| o.as_slice()).collect();
 
-        for (oid, value) in &all {
-            prop_assert_eq!(&mib.get(oid), value, "get {:?}", oid);
+        for chunk in all.chunks(8) {
+            let oids: Vec<Vec<u32>> = chunk.iter().map(|(o, _)| o.clone()).collect();
+            for ((oid, want), got) in chunk.iter().zip(s.get_all(&oids)) {
+                prop_assert_eq!(&got, want, "get {:?}", oid);
+            }
         }
-        for (start, include, end, bounded) in &queries {
-            let start = resolve(start, &all);
-            let end = if *bounded { resolve(end, &all) } else { Vec::new() };
-            let want = successor(&all, &start, *include, &end);
-            let got = mib.get_next(&start, *include, &end);
+        let queries: Vec<(Vec<u32>, bool, Vec<u32>)> = queries
+            .iter()
+            .map(|(start, include, end, bounded)| {
+                let end = if *bounded { resolve(end, &all) } else { Vec::new() };
+                (resolve(start, &all), *include, end)
+            })
+            .collect();
+        let wants: Vec<(Vec<u32>, Value)> = queries
+            .iter()
+            .map(|(start, include, end)| match successor(&all, start, *include, end) {
+                Some((o, v)) => (o.clone(), v.clone()),
+                None => (start.clone(), Value::EndOfMibView),
+            })
+            .collect();
+        for ((start, include, end), want) in queries.iter().zip(&wants) {
+            let got = s.get_next(start, *include, end);
             prop_assert_eq!(
-                got.as_ref().map(|(o, v)| (o.as_slice(), v)),
-                want.map(|(o, v)| (o.as_slice(), v)),
-                "get_next(start {:?}, include {}, end {:?})", start, include, end
+                &got, want,
+                "getnext(start {:?}, include {}, end {:?})", start, include, end
             );
+            if !instances.contains(start.as_slice()) {
+                let v = s.get(start);
+                prop_assert!(
+                    matches!(v, Value::NoSuchObject | Value::NoSuchInstance),
+                    "get {:?}, no instance, answered {:?}", start, v
+                );
+            }
+        }
+        // Every range in one GetNext.
+        let together = s.get_next_all(&queries);
+        for (i, (got, want)) in together.iter().zip(&wants).enumerate() {
+            prop_assert_eq!(got, want, "range {} of {}: {:?}", i, queries.len(), queries[i]);
         }
         // A full walk visits exactly the expected objects, in order.
-        let mut walked = Vec::new();
-        let mut at = Vec::new();
-        while let Some((o, v)) = mib.get_next(&at, false, &[]) {
-            prop_assert!(o.as_slice() > at.as_slice(), "walk went backwards at {:?}", o);
-            at = o.0.clone();
-            walked.push((o.0, v));
-            prop_assert!(walked.len() <= all.len(), "walk does not end");
+        let walked = s.walk(&[], &[]);
+        let first_difference = walked.iter().zip(&all).position(|(w, a)| w != a);
+        if let Some(i) = first_difference.or((walked.len() != all.len()).then(|| walked.len().min(all.len()))) {
+            prop_assert!(
+                false,
+                "the walk ({} objects) and the expected objects ({}) part at {}: walked {:?}, expected {:?}",
+                walked.len(), all.len(), i, walked.get(i), all.get(i)
+            );
         }
-        prop_assert_eq!(walked, all);
     }
+}
+
+/// An agent that has read `types` (the first snapshot: every discontinuity time 0), with
+/// indexes from 1 in the order given (no state file).
+fn serve_first(types: Vec<MemoryType>) -> Served {
+    let t0 = Instant::now();
+    let mut agent = Agent::new(&["prop".into()], StableIndexes::in_memory(), settings(), t0);
+    agent.read_started(t0);
+    agent.read_finished(Ok(types), t0);
+    Served::new(agent, t0)
 }
 
 /// Per-CPU rows with repeated CPU numbers (a hand-edited fixture can have them), many of
@@ -508,12 +903,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Whatever the per-CPU rows, a walk answers each instance with the value a Get of that
-    /// instance returns, and no instance twice.
+    /// instance returns, and every instance once.
     #[test]
     fn walk_agrees_with_get_even_with_repeated_cpus(
         rows in proptest::collection::vec(arb_dup_per_cpu(), 1..4),
-        st in arb_status(),
     ) {
+        // Two columns (allocs and frees) per distinct CPU of each type.
+        let instances: usize = rows
+            .iter()
+            .map(|r| 2 * r.iter().map(|c| c.cpu).collect::<BTreeSet<_>>().len())
+            .sum();
         let types: Vec<MemoryType> = rows
             .into_iter()
             .enumerate()
@@ -523,27 +922,18 @@ proptest! {
                 t
             })
             .collect();
-        let n = types.len() as u32;
-        let indexes: Vec<u32> = (1..=n).collect();
-        let disc = vec![0; types.len()];
-        let view = MibView::new(
-            Arc::new(Snapshot::new(1, UNIX_EPOCH, "prop".into(), types)),
-            &indexes,
-            &disc,
-        );
-        let mib = Mib::new(&view, &st);
-        let mut at = r(&[1, 3]);
-        while let Some((o, v)) = mib.get_next(&at, false, &r(&[1, 4])) {
-            prop_assert!(o.as_slice() > at.as_slice());
-            prop_assert_eq!(&mib.get(o.as_slice()), &v, "instance {:?}", o);
-            at = o.0;
+        let mut s = serve_first(types);
+        let walked = s.walk(&r(&[1, 3]), &r(&[1, 4]));
+        for (o, v) in &walked {
+            prop_assert_eq!(&s.get(o), v, "instance {:?}", o);
         }
+        prop_assert_eq!(walked.len(), instances);
     }
 }
 
 /// Regression (found by the property above): with repeated CPU numbers in a row of more than
 /// ~20 per-CPU entries, the walk (GetNext) served a different entry than Get for the same
-/// memCpuTable instance, because `MibView::new` orders the CPUs with an unstable sort
+/// memCpuTable instance, because `MibView::new` ordered the CPUs with an unstable sort
 /// before de-duplicating them, while `get` takes the first listed entry.
 #[test]
 fn repeated_cpu_numbers_get_and_getnext_agree() {
@@ -557,35 +947,86 @@ fn repeated_cpu_numbers_get_and_getnext_agree() {
             ..PerCpu::default()
         })
         .collect();
-    let view = MibView::new(
-        Arc::new(Snapshot::new(1, UNIX_EPOCH, "dup".into(), vec![t])),
-        &[1],
-        &[0],
-    );
+    let mut s = serve_first(vec![t]);
+    let mut seen = Vec::new();
+    for (o, v) in s.walk(&r(&[1, 3, 1, 2]), &r(&[1, 3, 1, 3])) {
+        let cpu = *o.last().unwrap();
+        // The first entry listed for a CPU is the one Get serves.
+        assert_eq!(s.get(&o), v, "cpu {cpu}");
+        assert_eq!(v, Value::Counter64(u64::from(cpu * 3 % 5)), "cpu {cpu}");
+        seen.push(cpu);
+    }
+    assert_eq!(seen, [0, 1, 2, 3, 4]);
+}
+
+/// The expected model above covers every accessible object the MIB's definitions have, and
+/// only those: an object added to the MIB fails here until `expected` serves it.
+#[test]
+fn the_model_has_every_object_the_mib_defines() {
+    let t = full_type::full_type(Allocator::Uma, "full", 1);
     let st = DaemonStatus {
-        uptime_ticks: 0,
-        snapshot_time_ms: None,
-        snapshot_age_ms: None,
-        snapshot_generation: None,
-        refreshes: 0,
+        uptime_ticks: 1,
+        snapshot_time_ms: Some(1),
+        snapshot_age_ms: Some(1),
+        snapshot_generation: Some(1),
+        refreshes: 1,
         refresh_failures: 0,
-        source_name: String::new(),
+        source_name: "s".into(),
         status: SourceStatus::Ok,
         last_error: String::new(),
         notifications_sent: 0,
         notifications_dropped: 0,
-        sources: Vec::new(),
+        sources: vec![memstat_agentx::mib::SourceLine {
+            name: "s".into(),
+            status: SourceStatus::Ok,
+            last_error: String::new(),
+            last_good_ms: Some(1),
+            types: Some(1),
+        }],
     };
-    let mib = Mib::new(&view, &st);
-    let mut at = r(&[1, 3, 1, 2]);
-    let mut seen = Vec::new();
-    while let Some((o, v)) = mib.get_next(&at, false, &r(&[1, 3, 1, 3])) {
-        let cpu = *o.as_slice().last().unwrap();
-        // The first entry listed for a CPU is the one Get serves.
-        assert_eq!(mib.get(o.as_slice()), v, "cpu {cpu}");
-        assert_eq!(v, Value::Counter64(u64::from(cpu * 3 % 5)), "cpu {cpu}");
-        seen.push(cpu);
-        at = o.0;
+    let all = expected(&[t], &[1], &[0], &st);
+    let accessible: Vec<(&str, Vec<u32>)> = object_defs()
+        .into_iter()
+        .filter(|d| d.access == Access::ReadOnly)
+        .map(|d| (d.name, d.oid))
+        .collect();
+    let instance_of = |o: &[u32], object: &[u32]| o.len() > object.len() && o.starts_with(object);
+    let unmodelled: Vec<&str> = accessible
+        .iter()
+        .filter(|(_, oid)| !all.iter().any(|(o, _)| instance_of(o, oid)))
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(
+        unmodelled.is_empty(),
+        "the MIB's definitions have accessible objects this test's model serves no instance \
+         of: {unmodelled:?}. An object added to the MIB needs its value in `expected` (and a \
+         new memTypeEntry column its figure in tests/support/full_type.rs)"
+    );
+    for (o, _) in &all {
+        assert!(
+            accessible.iter().any(|(_, oid)| instance_of(o, oid)),
+            "the model serves {o:?}, an instance of no accessible object of the MIB"
+        );
     }
-    assert_eq!(seen, [0, 1, 2, 3, 4]);
+    // The counting helpers agree with the model.
+    let entry = columns::object_oid("memTypeEntry");
+    let type_cells = all.iter().filter(|(o, _)| o.starts_with(&entry)).count();
+    assert_eq!(type_cells, columns::type_columns());
+}
+
+/// tests/support/full_type.rs fills every memTypeTable column the definitions have, as the
+/// agent serves it (the benchmarks and tests that count its cells rely on that).
+#[test]
+fn full_type_fills_every_type_column() {
+    let types = vec![
+        full_type::full_type(Allocator::Uma, "a", 1),
+        full_type::full_type(Allocator::Slab, "b", 2),
+        full_type::full_type(Allocator::Malloc, "c", 3),
+    ];
+    let mut s = serve_first(types);
+    let table = columns::object_oid("memTypeTable");
+    let mut end = table.clone();
+    *end.last_mut().unwrap() += 1;
+    let walked = s.walk(&table, &end);
+    columns::assert_full_rows(walked.iter().map(|(o, _)| o.as_slice()), 3);
 }

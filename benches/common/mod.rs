@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use memstat_agentx::memstat::{Allocator, MemoryType, Snapshot};
-use memstat_agentx::mib::{DaemonStatus, MibView, SourceStatus, MEMSTAT_MIB_ROOT};
+use memstat_agentx::mib::MibView;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
@@ -24,6 +24,21 @@ pub fn size(n: usize, cap: usize) -> usize {
 #[path = "../../tests/support/full_type.rs"]
 mod shared;
 
+#[path = "../../tests/support/columns.rs"]
+mod columns;
+
+/// The accessible columns of memTypeEntry, counted from the MIB's definitions: the cells of
+/// one [`full_type`] row.
+pub fn type_columns() -> usize {
+    columns::type_columns()
+}
+
+/// Checks that `cells` (memTypeTable instances) are every accessible column of `rows` rows,
+/// naming the columns [`full_type`] leaves out (see tests/support/columns.rs).
+pub fn assert_full_rows<'a>(cells: impl IntoIterator<Item = &'a [u32]>, rows: usize) {
+    columns::assert_full_rows(cells, rows)
+}
+
 /// A UMA-like type with every memTypeTable column present and two per-CPU rows.
 pub fn full_type(i: usize) -> MemoryType {
     shared::full_type(Allocator::Uma, &format!("zone-{i:06}"), i as u64)
@@ -38,33 +53,14 @@ pub fn view_of(n: usize) -> MibView {
     MibView::new(snap, &indexes, &disc)
 }
 
-pub fn status() -> DaemonStatus {
-    DaemonStatus {
-        uptime_ticks: 12345,
-        snapshot_time_ms: Some(1_700_000_000_000),
-        snapshot_generation: Some(1),
-        snapshot_age_ms: Some(10),
-        refreshes: 1,
-        refresh_failures: 0,
-        source_name: "bench".into(),
-        status: SourceStatus::Ok,
-        last_error: String::new(),
-        notifications_sent: 0,
-        notifications_dropped: 0,
-        sources: Vec::new(),
-    }
-}
-
-/// memTypeTable (`memstatObjects.2`).
+/// memTypeTable, from the MIB's definitions.
 pub fn type_table() -> Vec<u32> {
-    let mut v = MEMSTAT_MIB_ROOT.to_vec();
-    v.extend_from_slice(&[1, 2]);
-    v
+    columns::object_oid("memTypeTable")
 }
 
-/// memTypeInUseBytes (column 10) of row `index`.
+/// memTypeInUseBytes of row `index`.
 pub fn in_use_bytes(index: u32) -> Vec<u32> {
-    let mut v = type_table();
-    v.extend_from_slice(&[1, 10, index]);
+    let mut v = columns::object_oid("memTypeInUseBytes");
+    v.push(index);
     v
 }
