@@ -489,7 +489,7 @@ fn serve(types: &[MemoryType], indexes: &[u32], sc: &Scenario) -> (Served, Vec<u
     let (loaded, problems) = StableIndexes::load(dir.path());
     assert!(problems.is_empty(), "{problems:?}");
     let t0 = Instant::now();
-    let mut agent = Agent::new(&[sc.source.clone()], loaded, settings(), t0);
+    let mut agent = Agent::new(std::slice::from_ref(&sc.source), loaded, settings(), t0);
     agent.set_persistence_problem(sc.persistence.clone());
     agent.notifications_sent(sc.sent);
     agent.notifications_dropped(sc.dropped);
