@@ -8,7 +8,7 @@
 //! The byte-level helpers both stream parsers share live in [`super::stream`].
 
 use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
-use super::{malloc, uma, Allocator, MemoryType, Snapshot, SourceError};
+use super::{malloc, uma, MemoryType, Snapshot, SourceError};
 use std::path::Path;
 
 /// The `freebsd` source: the running kernel's malloc types and UMA zones.
@@ -19,7 +19,7 @@ pub const SOURCE: SourceDef = SourceDef {
     path: PathRule::None,
     auto_on: Some("freebsd"),
     opening: Opening::KeptOpen,
-    fills: Fills::Allocators(&[Allocator::Malloc, Allocator::Uma]),
+    fills: Fills::Allocators(&[malloc::ALLOCATOR.allocator, uma::ALLOCATOR.allocator]),
     open: open_source,
 };
 
