@@ -74,10 +74,10 @@ fn references(file: &ProductFile, me: &[String]) -> Vec<Vec<String>> {
     while let Some(at) = rest.find("use ") {
         let before = &rest[..at];
         let starts_statement = before
-            .trim_end_matches(|c: char| c == ' ')
+            .trim_end_matches(' ')
             .chars()
             .last()
-            .is_none_or(|c| c == '\n' || c == ')' || c == 'b');
+            .map_or(true, |c| c == '\n' || c == ')' || c == 'b');
         let after = &rest[at + 4..];
         let Some(end) = after.find(';') else { break };
         if starts_statement {

@@ -3,6 +3,9 @@
 //! modules declare, and the `#[cfg(test)] mod` that ends a file) and its comments blanked.
 //! Included with `#[path]`.
 
+// Each test crate that includes this uses part of it.
+#![allow(dead_code)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
