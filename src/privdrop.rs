@@ -20,7 +20,7 @@
 //! Its `unsafe` blocks are thin bindings of the set*id and passwd calls; every block says
 //! why it is sound.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -476,27 +476,29 @@ fn chown_one(path: &Path, account: &Account, follow: bool) -> Result<(), String>
     Ok(())
 }
 
-/// The name of the user we run as, for log messages.
-pub fn current_user_name() -> Option<String> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let mut buf = vec![0 as libc::c_char; 4096];
-    // SAFETY: passwd is a plain C struct for which all-zero bytes are a valid value.
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: pointers to live locals; buf.len() is the buffer's length.
-    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
-    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
-        return None;
-    }
-    // SAFETY: on success pw_name points to a NUL-terminated string inside buf, alive here.
-    let name = unsafe { CStr::from_ptr(pwd.pw_name) };
-    Some(name.to_string_lossy().into_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
+
+    /// The name of the user the test runs as.
+    fn current_user_name() -> Option<String> {
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let mut buf = vec![0 as libc::c_char; 4096];
+        // SAFETY: passwd is a plain C struct for which all-zero bytes are a valid value.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: pointers to live locals; buf.len() is the buffer's length.
+        let rc =
+            unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
+        if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: on success pw_name points to a NUL-terminated string inside buf, alive here.
+        let name = unsafe { CStr::from_ptr(pwd.pw_name) };
+        Some(name.to_string_lossy().into_owned())
+    }
 
     #[test]
     fn looks_up_root_and_rejects_unknown_users() {

@@ -670,22 +670,6 @@ impl Pdu {
 // Response fast path
 // ---------------------------------------------------------------------------------------------
 
-/// Appends a Response frame (default context) without building a [`Pdu`].
-pub fn encode_response(
-    out: &mut Vec<u8>,
-    ids: HeaderIds,
-    sys_uptime: u32,
-    error: ResError,
-    index: u16,
-    varbinds: &[VarBind],
-) {
-    let mut w = ResponseWriter::begin(out, ids, sys_uptime, error, index);
-    for vb in varbinds {
-        w.push(&vb.name, &vb.value);
-    }
-    w.finish();
-}
-
 /// Builds a Response frame in place, one VarBind at a time.
 ///
 /// The header's `payload_length` is kept up to date after every call, so the bytes in `out`
@@ -731,20 +715,6 @@ impl<'a> ResponseWriter<'a> {
         put_varbind(self.out, name, value);
         self.count += 1;
         patch_payload_length(self.out, self.start);
-    }
-
-    /// Appends one VarBind.
-    pub fn push_varbind(&mut self, vb: &VarBind) {
-        self.push(&vb.name, &vb.value);
-    }
-
-    /// Overwrites `res.error` and `res.index`.
-    pub fn set_error(&mut self, error: ResError, index: u16) {
-        let at = self.start + HEADER_LEN + 4;
-        if let Some(s) = self.out.get_mut(at..at + 4) {
-            s[..2].copy_from_slice(&error.0.to_be_bytes());
-            s[2..].copy_from_slice(&index.to_be_bytes());
-        }
     }
 
     /// Number of VarBinds pushed so far.
@@ -1132,6 +1102,22 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A Response frame (default context) written with a [`ResponseWriter`] in one call.
+    fn encode_response(
+        out: &mut Vec<u8>,
+        ids: HeaderIds,
+        sys_uptime: u32,
+        error: ResError,
+        index: u16,
+        varbinds: &[VarBind],
+    ) {
+        let mut w = ResponseWriter::begin(out, ids, sys_uptime, error, index);
+        for vb in varbinds {
+            w.push(&vb.name, &vb.value);
+        }
+        w.finish();
+    }
     use std::cmp::Ordering;
 
     fn oid(s: &[u32]) -> Oid {
@@ -1900,7 +1886,7 @@ mod tests {
             0,
         );
         for v in all_values() {
-            w.push_varbind(&v);
+            w.push(&v.name, &v.value);
         }
         assert_eq!(w.count(), 13);
         assert_eq!(w.payload_len(), 344);
@@ -1959,17 +1945,16 @@ mod tests {
         );
         assert_eq!(out, bytes);
 
-        // genErr: written with a ResponseWriter, error set after the varbinds.
+        // genErr: written with a ResponseWriter.
         let mut out = Vec::new();
         let mut w = ResponseWriter::begin(
             &mut out,
             HeaderIds::new(7, 259, 16),
             0,
-            ResError::NO_ERROR,
-            0,
+            ResError::GEN_ERR,
+            1,
         );
         w.push(&vbs[0].name, &vbs[0].value);
-        w.set_error(ResError::GEN_ERR, 1);
         w.finish();
         let mut want = bytes.to_vec();
         want[25] = 0x05; // res.error low byte: genErr

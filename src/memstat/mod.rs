@@ -326,31 +326,6 @@ impl Snapshot {
         self.types.iter()
     }
 
-    /// The type of this allocator and name that libmemstat's `memstat_mtl_find` returns.
-    ///
-    /// libmemstat keeps its list in the reverse of kernel order (it inserts each type at the
-    /// head) and returns the first match in that list, so where the kernel has several types
-    /// of one name this is the *last* of them in kernel order: the one with the highest
-    /// ordinal. Use [`Snapshot::get`] to pick one by ordinal.
-    pub fn find(&self, allocator: Allocator, name: &str) -> Option<&MemoryType> {
-        self.types
-            .iter()
-            .rev()
-            .find(|t| t.allocator == allocator && t.name == name)
-    }
-
-    /// The type with exactly this key.
-    pub fn get(&self, key: &TypeKey) -> Option<&MemoryType> {
-        self.types.iter().find(|t| {
-            t.allocator == key.allocator && t.ordinal == key.ordinal && t.name == key.name
-        })
-    }
-
-    /// Per-CPU figures of one type for one CPU.
-    pub fn per_cpu(&self, key: &TypeKey, cpu: u32) -> Option<&PerCpu> {
-        self.get(key)?.per_cpu.iter().find(|p| p.cpu == cpu)
-    }
-
     /// Rates between an earlier snapshot and this one, as memtop(8) shows them.
     ///
     /// Types present in both snapshots get a [`Rate`]; a counter that went backwards (the type
@@ -403,6 +378,26 @@ pub struct Rate {
 mod tests {
     use super::*;
 
+    /// The type of this allocator and name that libmemstat's `memstat_mtl_find` returns.
+    ///
+    /// libmemstat keeps its list in the reverse of kernel order (it inserts each type at the
+    /// head) and returns the first match in that list, so where the kernel has several types
+    /// of one name this is the *last* of them in kernel order: the one with the highest
+    /// ordinal. Use [`get`] to pick one by ordinal.
+    fn find<'a>(s: &'a Snapshot, allocator: Allocator, name: &str) -> Option<&'a MemoryType> {
+        s.types
+            .iter()
+            .rev()
+            .find(|t| t.allocator == allocator && t.name == name)
+    }
+
+    /// The type with exactly this key.
+    fn get<'a>(s: &'a Snapshot, key: &TypeKey) -> Option<&'a MemoryType> {
+        s.types.iter().find(|t| {
+            t.allocator == key.allocator && t.ordinal == key.ordinal && t.name == key.name
+        })
+    }
+
     fn t(alloc: Allocator, name: &str, allocs: u64) -> MemoryType {
         let mut m = MemoryType::new(alloc, name);
         m.allocs = Some(allocs);
@@ -447,21 +442,21 @@ mod tests {
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), v);
         // libmemstat's list is the reverse of kernel order and its find returns the first
         // match there: the last uma "a" in kernel order.
-        let a = s.find(Allocator::Uma, "a").unwrap();
+        let a = find(&s, Allocator::Uma, "a").unwrap();
         assert_eq!((a.ordinal, a.allocs), (2, Some(50)));
         // Other allocators' types of the same name are not candidates.
-        let m = s.find(Allocator::Malloc, "a").unwrap();
+        let m = find(&s, Allocator::Malloc, "a").unwrap();
         assert_eq!((m.ordinal, m.allocs), (0, Some(30)));
-        assert_eq!(s.find(Allocator::Uma, "b").unwrap().allocs, Some(20));
-        assert!(s.find(Allocator::Slab, "a").is_none());
-        assert!(s.find(Allocator::Uma, "c").is_none());
+        assert_eq!(find(&s, Allocator::Uma, "b").unwrap().allocs, Some(20));
+        assert!(find(&s, Allocator::Slab, "a").is_none());
+        assert!(find(&s, Allocator::Uma, "c").is_none());
         // The earlier ones stay reachable by key.
         let first = TypeKey {
             allocator: Allocator::Uma,
             name: "a".into(),
             ordinal: 0,
         };
-        assert_eq!(s.get(&first).unwrap().allocs, Some(10));
+        assert_eq!(get(&s, &first).unwrap().allocs, Some(10));
     }
 
     #[test]
@@ -486,14 +481,14 @@ mod tests {
         assign_ordinals(&mut b);
         let s2 = Snapshot::new(2, UNIX_EPOCH + Duration::from_secs(12), "t".into(), b);
         // Two types named x: find returns the last in kernel order, as memstat_mtl_find.
-        assert_eq!(s2.find(Allocator::Uma, "x").unwrap().allocs, Some(5));
-        assert!(s2.find(Allocator::Malloc, "x").is_none());
+        assert_eq!(find(&s2, Allocator::Uma, "x").unwrap().allocs, Some(5));
+        assert!(find(&s2, Allocator::Malloc, "x").is_none());
         let k1 = TypeKey {
             allocator: Allocator::Uma,
             name: "x".into(),
             ordinal: 1,
         };
-        assert_eq!(s2.get(&k1).unwrap().allocs, Some(5));
+        assert_eq!(get(&s2, &k1).unwrap().allocs, Some(5));
         let d = s2.diff(&s1);
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].allocs_per_sec, Some(100.0));
