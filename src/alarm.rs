@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 /// The session's end of the alarm.
-pub struct Alarm {
+pub(crate) struct Alarm {
     set: mpsc::Sender<Option<Instant>>,
     fired: tokio::sync::mpsc::Receiver<()>,
     armed: Option<Instant>,
@@ -18,7 +18,7 @@ pub struct Alarm {
 
 impl Alarm {
     /// Starts the alarm's thread. It ends when the `Alarm` is dropped.
-    pub fn start() -> std::io::Result<Alarm> {
+    pub(crate) fn start() -> std::io::Result<Alarm> {
         let (set, deadlines) = mpsc::channel::<Option<Instant>>();
         let (ring, fired) = tokio::sync::mpsc::channel(1);
         std::thread::Builder::new()
@@ -56,12 +56,12 @@ impl Alarm {
     }
 
     /// The deadline the alarm holds, if any.
-    pub fn armed(&self) -> Option<Instant> {
+    pub(crate) fn armed(&self) -> Option<Instant> {
         self.armed
     }
 
     /// Sets (or, with `None`, clears) the one deadline.
-    pub fn set(&mut self, at: Option<Instant>) {
+    pub(crate) fn set(&mut self, at: Option<Instant>) {
         if self.armed != at {
             self.armed = at;
             let _ = self.set.send(at);
@@ -70,7 +70,7 @@ impl Alarm {
 
     /// Waits for the deadline. Cancel-safe. A ring may be late news: the deadline may have
     /// moved since, so the caller checks what is due.
-    pub async fn rang(&mut self) {
+    pub(crate) async fn rang(&mut self) {
         if self.fired.recv().await.is_some() {
             self.armed = None;
         } else {

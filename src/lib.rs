@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! memstat-agentx: kernel allocator statistics served as MEMSTAT-MIB over AgentX.
 //!
 //! - [`memstat`]: the snapshot model and its sources (Linux slab, FreeBSD UMA and malloc, fixture).

@@ -350,7 +350,7 @@ fn check_single_threaded() -> Result<(), String> {
 mod caps {
     /// `struct __user_cap_header_struct` (linux/capability.h).
     #[repr(C)]
-    pub struct Header {
+    pub(super) struct Header {
         pub version: u32,
         pub pid: libc::c_int,
     }
@@ -358,13 +358,13 @@ mod caps {
     /// `struct __user_cap_data_struct`; version 3 uses two of them (64 capability bits).
     #[repr(C)]
     #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-    pub struct Data {
+    pub(super) struct Data {
         pub effective: u32,
         pub permitted: u32,
         pub inheritable: u32,
     }
 
-    pub const VERSION_3: u32 = 0x2008_0522;
+    pub(super) const VERSION_3: u32 = 0x2008_0522;
 }
 
 /// Empties the capability sets of the (only) thread and forbids gaining new privileges.

@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! snmp_agentx.so: an RFC 2741 AgentX master as a loadable module of FreeBSD's bsnmpd
 //! (snmpmod(3)), so that AgentX subagents such as memstat-agentx register with bsnmpd itself.
 //!

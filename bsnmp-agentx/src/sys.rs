@@ -33,7 +33,7 @@ fn send_some(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 
 /// Writes all of `buf` to the socket `fd`, as `Write::write_all` would, without SIGPIPE.
 /// A non-blocking socket that is full gives `WouldBlock`.
-pub fn send_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+pub(crate) fn send_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
         buf = &buf[send_some(fd, buf)?..];
     }
@@ -42,7 +42,7 @@ pub fn send_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
 
 /// Writes all of `buf` to the non-blocking socket `fd`, waiting with poll(2) while it is
 /// full, until `deadline`: then `TimedOut`, with part of `buf` possibly written.
-pub fn send_all_by(fd: RawFd, mut buf: &[u8], deadline: Instant) -> io::Result<()> {
+pub(crate) fn send_all_by(fd: RawFd, mut buf: &[u8], deadline: Instant) -> io::Result<()> {
     while !buf.is_empty() {
         match send_some(fd, buf) {
             Ok(n) => buf = &buf[n..],
@@ -60,7 +60,7 @@ pub fn send_all_by(fd: RawFd, mut buf: &[u8], deadline: Instant) -> io::Result<(
 
 /// Waits until the socket `fd` is ready for `events` (`libc::POLLIN`, `libc::POLLOUT`), or
 /// has hung up or failed, for at most `timeout`. `Ok(false)` when the time ran out.
-pub fn wait_ready(fd: RawFd, events: libc::c_short, timeout: Duration) -> io::Result<bool> {
+pub(crate) fn wait_ready(fd: RawFd, events: libc::c_short, timeout: Duration) -> io::Result<bool> {
     // Rounded up, so that a wait of less than a millisecond does not become a busy loop.
     let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
     let mut p = libc::pollfd {

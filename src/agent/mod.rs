@@ -20,7 +20,7 @@ pub(crate) mod rows;
 pub(crate) mod scalars;
 pub(crate) mod store;
 pub(crate) mod walks;
-pub mod watch;
+pub(crate) mod watch;
 
 use crate::agentx::pdu::{
     Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,

@@ -14,18 +14,18 @@ use std::time::Instant;
 
 /// The master's sysUpTime, as last heard, and when.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct MasterClock {
+pub(crate) struct MasterClock {
     heard: Option<(u32, Instant)>,
 }
 
 impl MasterClock {
-    pub fn heard(&mut self, ticks: u32, at: Instant) {
+    pub(crate) fn heard(&mut self, ticks: u32, at: Instant) {
         self.heard = Some((ticks, at));
     }
 
     /// The master's sysUpTime at `now`, in hundredths of a second (wrapping like TimeTicks);
     /// `None` before the first Response.
-    pub fn now(&self, now: Instant) -> Option<u32> {
+    pub(crate) fn now(&self, now: Instant) -> Option<u32> {
         self.heard.map(|(t, at)| {
             let ms = now.saturating_duration_since(at).as_millis();
             t.wrapping_add((ms / 10) as u32)
@@ -66,7 +66,7 @@ impl Discontinuity {
 }
 
 /// Stable indexes, discontinuity times, and the master's clock.
-pub struct RowIdentity {
+pub(crate) struct RowIdentity {
     indexes: StableIndexes,
     discontinuity: Discontinuity,
     clock: MasterClock,
@@ -78,7 +78,7 @@ pub struct RowIdentity {
 }
 
 impl RowIdentity {
-    pub fn new(indexes: StableIndexes) -> RowIdentity {
+    pub(crate) fn new(indexes: StableIndexes) -> RowIdentity {
         RowIdentity {
             indexes,
             discontinuity: Discontinuity::default(),
@@ -88,17 +88,17 @@ impl RowIdentity {
         }
     }
 
-    pub fn clock(&self) -> &MasterClock {
+    pub(crate) fn clock(&self) -> &MasterClock {
         &self.clock
     }
 
-    pub fn master_uptime(&mut self, ticks: u32, at: Instant) {
+    pub(crate) fn master_uptime(&mut self, ticks: u32, at: Instant) {
         self.clock.heard(ticks, at);
     }
 
     /// The master restarted: its sysUpTime began again, so every discontinuity recorded so
     /// far predates its re-initialisation and reads 0 (SNMPv2-TC TimeStamp).
-    pub fn master_restarted(&mut self) {
+    pub(crate) fn master_restarted(&mut self) {
         for e in self.discontinuity.seen.values_mut() {
             e.1 = 0;
         }
@@ -107,7 +107,7 @@ impl RowIdentity {
     /// Lays `snap` out as MEMSTAT-MIB with its rows' indexes and discontinuity times. A type
     /// that gets no index (the index space is full) is left out of the view; the problems
     /// are returned for the caller to log.
-    pub fn lay_out(&mut self, snap: Snapshot, now: Instant) -> (MibView, Vec<IndexError>) {
+    pub(crate) fn lay_out(&mut self, snap: Snapshot, now: Instant) -> (MibView, Vec<IndexError>) {
         let first = !std::mem::replace(&mut self.laid_out, true);
         let assigned = self.indexes.assign(&snap.types);
         let master_now = self.clock.now(now).unwrap_or(0);

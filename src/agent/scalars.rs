@@ -7,7 +7,7 @@ use super::store::SnapshotStore;
 use crate::mib::DaemonStatus;
 use std::time::Instant;
 
-pub struct DaemonScalars {
+pub(crate) struct DaemonScalars {
     started: Instant,
     /// Why the index state is not being saved, shown in memSourceLastError while the
     /// source itself has no error (the MIB has no other place a manager would look).
@@ -17,7 +17,7 @@ pub struct DaemonScalars {
 }
 
 impl DaemonScalars {
-    pub fn new(started: Instant) -> DaemonScalars {
+    pub(crate) fn new(started: Instant) -> DaemonScalars {
         DaemonScalars {
             started,
             persistence_problem: None,
@@ -26,25 +26,25 @@ impl DaemonScalars {
         }
     }
 
-    pub fn count_sent(&mut self, n: u64) {
+    pub(crate) fn count_sent(&mut self, n: u64) {
         self.notifications_sent = self.notifications_sent.saturating_add(n);
     }
 
-    pub fn count_dropped(&mut self, n: u64) {
+    pub(crate) fn count_dropped(&mut self, n: u64) {
         self.notifications_dropped = self.notifications_dropped.saturating_add(n);
     }
 
-    pub fn set_persistence_problem(&mut self, problem: Option<String>) {
+    pub(crate) fn set_persistence_problem(&mut self, problem: Option<String>) {
         self.persistence_problem = problem;
     }
 
     /// Hundredths of a second since the daemon started, wrapping like TimeTicks.
-    pub fn uptime_ticks(&self, now: Instant) -> u32 {
+    pub(crate) fn uptime_ticks(&self, now: Instant) -> u32 {
         (now.saturating_duration_since(self.started).as_millis() / 10) as u32
     }
 
     /// The values of every scalar at `now`.
-    pub fn status(&self, store: &SnapshotStore, now: Instant) -> DaemonStatus {
+    pub(crate) fn status(&self, store: &SnapshotStore, now: Instant) -> DaemonStatus {
         let snap = store.current().map(|v| v.snapshot());
         DaemonStatus {
             uptime_ticks: self.uptime_ticks(now),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Why the newest snapshot is not as fresh as it should be.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RefreshError {
+pub(crate) enum RefreshError {
     /// The source could not be read or parsed.
     Source(SourceError),
     /// The read did not finish in the time a request may wait for it; it goes on, and its
@@ -47,7 +47,7 @@ struct SourceState {
 }
 
 /// The snapshot store.
-pub struct SnapshotStore {
+pub(crate) struct SnapshotStore {
     /// Every source's name, as memSourceName shows them.
     source_name: String,
     sources: Vec<SourceState>,
@@ -67,7 +67,7 @@ pub struct SnapshotStore {
 impl SnapshotStore {
     /// A store of the snapshots of `sources` (their names, in the order of the setting,
     /// which is the order of the parts of every [`SourceRead`]).
-    pub fn new(sources: &[String], max_age: Duration) -> SnapshotStore {
+    pub(crate) fn new(sources: &[String], max_age: Duration) -> SnapshotStore {
         SnapshotStore {
             source_name: sources.join(","),
             sources: sources
@@ -90,11 +90,11 @@ impl SnapshotStore {
         }
     }
 
-    pub fn set_max_age(&mut self, max_age: Duration) {
+    pub(crate) fn set_max_age(&mut self, max_age: Duration) {
         self.max_age = max_age;
     }
 
-    pub fn source_name(&self) -> &str {
+    pub(crate) fn source_name(&self) -> &str {
         &self.source_name
     }
 
@@ -102,7 +102,7 @@ impl SnapshotStore {
     /// first: the current view is at least `max_age` old, no read is in flight, and the
     /// last attempt did not fail within `max_age` (a broken source costs one read per
     /// `max_age`, not one per request).
-    pub fn refresh_due(&self, now: Instant) -> bool {
+    pub(crate) fn refresh_due(&self, now: Instant) -> bool {
         let young = |t: Instant| now.saturating_duration_since(t) < self.max_age;
         let fresh = !self.outdated && self.current.as_ref().is_some_and(|(_, at)| young(*at));
         let failed_recently = self.last_error.is_some() && self.last_attempt.is_some_and(young);
@@ -110,7 +110,7 @@ impl SnapshotStore {
     }
 
     /// A read starts now.
-    pub fn read_started(&mut self, now: Instant) {
+    pub(crate) fn read_started(&mut self, now: Instant) {
         self.reading_since = Some(now);
         self.last_attempt = Some(now);
         self.refreshes += 1;
@@ -118,7 +118,7 @@ impl SnapshotStore {
 
     /// The request that waited for the read in flight gave up waiting: it is served from
     /// the last good snapshot, which is now stale.
-    pub fn read_overdue(&mut self, now: Instant) {
+    pub(crate) fn read_overdue(&mut self, now: Instant) {
         if let Some(since) = self.reading_since {
             self.fail(RefreshError::Overdue {
                 source: self.source_name.clone(),
@@ -133,7 +133,7 @@ impl SnapshotStore {
     /// failed gives the rows it gave the current snapshot (its last good data), and the
     /// snapshot is stale until every source reads again. A read in which every source failed
     /// keeps the current snapshot, stale.
-    pub fn read_finished(&mut self, read: SourceRead) -> Result<Snapshot, RefreshError> {
+    pub(crate) fn read_finished(&mut self, read: SourceRead) -> Result<Snapshot, RefreshError> {
         self.reading_since = None;
         let now = SystemTime::now();
         let now_ms = Snapshot::epoch_ms(now);
@@ -183,7 +183,7 @@ impl SnapshotStore {
 
     /// What memSourceTable says of each source: the newest snapshot's rows of it, and its
     /// last read.
-    pub fn source_lines(&self) -> Vec<SourceLine> {
+    pub(crate) fn source_lines(&self) -> Vec<SourceLine> {
         let snap = self.current.as_ref().map(|(v, _)| v.snapshot());
         self.sources
             .iter()
@@ -221,7 +221,7 @@ impl SnapshotStore {
     }
 
     /// Makes `view` the newest snapshot, taken at `at`.
-    pub fn install(&mut self, view: Arc<MibView>, at: Instant) {
+    pub(crate) fn install(&mut self, view: Arc<MibView>, at: Instant) {
         self.current = Some((view, at));
         self.outdated = false;
         // A snapshot in which a source gave its last good rows is stale until it reads again.
@@ -233,35 +233,35 @@ impl SnapshotStore {
 
     /// Makes the next request that wants the newest figures read the source again, whatever
     /// the age: the current view's layout is out of date. It is served until then.
-    pub fn invalidate(&mut self) {
+    pub(crate) fn invalidate(&mut self) {
         self.outdated = true;
     }
 
-    pub fn current(&self) -> Option<&Arc<MibView>> {
+    pub(crate) fn current(&self) -> Option<&Arc<MibView>> {
         self.current.as_ref().map(|(v, _)| v)
     }
 
     /// How old the newest snapshot is.
-    pub fn age(&self, now: Instant) -> Option<Duration> {
+    pub(crate) fn age(&self, now: Instant) -> Option<Duration> {
         self.current
             .as_ref()
             .map(|(_, at)| now.saturating_duration_since(*at))
     }
 
-    pub fn refreshes(&self) -> u64 {
+    pub(crate) fn refreshes(&self) -> u64 {
         self.refreshes
     }
 
-    pub fn failures(&self) -> u64 {
+    pub(crate) fn failures(&self) -> u64 {
         self.failures
     }
 
-    pub fn last_error(&self) -> Option<&RefreshError> {
+    pub(crate) fn last_error(&self) -> Option<&RefreshError> {
         self.last_error.as_ref()
     }
 
     /// memSourceStatus.
-    pub fn status(&self) -> SourceStatus {
+    pub(crate) fn status(&self) -> SourceStatus {
         match (&self.current, &self.last_error) {
             (None, _) => SourceStatus::Error,
             (Some(_), Some(_)) => SourceStatus::Stale,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 /// before the last two refreshes may still be using. A refresh that would need a fourth
 /// waits until the oldest is free, which bounds how stale a new walk can be while others
 /// walk (see ARCHITECTURE.md).
-pub const MAX_LIVE_VIEWS: usize = 3;
+pub(crate) const MAX_LIVE_VIEWS: usize = 3;
 
 /// Park times are kept in ticks of 100 µs from a per-view epoch, in 32 bits (fine enough to
 /// order two managers that park within the same millisecond); the epoch moves before they
@@ -234,7 +234,7 @@ fn ticks(d: Duration) -> u32 {
 
 /// How a continuation was decided, for the caller's statistics and logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Continuation {
+pub(crate) enum Continuation {
     /// No view has a walk parked at any of the starts: a new walk.
     None,
     /// Exactly one view has a walk waiting there.
@@ -258,7 +258,7 @@ pub enum Continuation {
 }
 
 /// The live views and the walks parked on them.
-pub struct WalkTracker {
+pub(crate) struct WalkTracker {
     window: Duration,
     policy: WalkPolicy,
     /// `policy.in_progress(max_age)`.
@@ -274,7 +274,7 @@ pub struct WalkTracker {
 }
 
 impl WalkTracker {
-    pub fn new(window: Duration, max_age: Duration, policy: WalkPolicy) -> WalkTracker {
+    pub(crate) fn new(window: Duration, max_age: Duration, policy: WalkPolicy) -> WalkTracker {
         let mut w = WalkTracker {
             window: Duration::ZERO,
             policy,
@@ -289,7 +289,7 @@ impl WalkTracker {
         w
     }
 
-    pub fn set_timing(&mut self, window: Duration, max_age: Duration) {
+    pub(crate) fn set_timing(&mut self, window: Duration, max_age: Duration) {
         self.window = window.min(MAX_WINDOW);
         self.in_progress = self.policy.in_progress(max_age);
         self.resend = self.policy.resend_window.min(self.window);
@@ -299,14 +299,14 @@ impl WalkTracker {
     }
 
     /// Views alive now, the current one included.
-    pub fn live_views(&self) -> usize {
+    pub(crate) fn live_views(&self) -> usize {
         self.views.len()
     }
 
     /// Makes `view` the current one. The previous current view stays for the walks parked
     /// on it. Callers check [`make_room`](Self::make_room) first; should they not, the oldest
     /// view is dropped so that the bound holds whatever happens.
-    pub fn adopt(&mut self, view: Arc<MibView>, now: Instant) {
+    pub(crate) fn adopt(&mut self, view: Arc<MibView>, now: Instant) {
         self.expire(now);
         if let Some(cur) = self.views.last_mut() {
             cur.retired = Some(now);
@@ -321,7 +321,7 @@ impl WalkTracker {
 
     /// True when a new view may be adopted. When all views are in use, the oldest retired
     /// one is let go if no walk on it has asked anything for the pause grace.
-    pub fn make_room(&mut self, now: Instant) -> bool {
+    pub(crate) fn make_room(&mut self, now: Instant) -> bool {
         self.expire(now);
         if self.views.len() >= MAX_LIVE_VIEWS {
             let grace = self.policy.pause_grace;
@@ -337,7 +337,7 @@ impl WalkTracker {
 
     /// Drops the views no walk can come back to, and forgets the current view's parks once
     /// they are all older than the window.
-    pub fn expire(&mut self, now: Instant) {
+    pub(crate) fn expire(&mut self, now: Instant) {
         let (window, resend) = (self.window, self.resend);
         let dead = |t: &Tracked| t.unused(now, window, resend);
         let last = self.views.len().saturating_sub(1);
@@ -359,7 +359,7 @@ impl WalkTracker {
     }
 
     /// When [`expire`](Self::expire) next has something to do, if ever.
-    pub fn next_expiry(&self) -> Option<Instant> {
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
         self.views
             .iter()
             .filter_map(|t| {
@@ -375,7 +375,7 @@ impl WalkTracker {
     }
 
     /// Forgets every walk (a new master session: no request of the old one comes back).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         let cur = self.views.pop();
         self.views.clear();
         if let Some(mut c) = cur {
@@ -387,7 +387,7 @@ impl WalkTracker {
 
     /// Records what request `transaction` left at `instance` of `view` (the last OID it
     /// returned for a range). A view that is no longer live is ignored.
-    pub fn leave(
+    pub(crate) fn leave(
         &mut self,
         view: &Arc<MibView>,
         instance: u32,
@@ -448,7 +448,7 @@ impl WalkTracker {
 
     /// True when a walk parked on any live view within the in-progress window: walks are
     /// in progress.
-    pub fn busy(&self, now: Instant) -> bool {
+    pub(crate) fn busy(&self, now: Instant) -> bool {
         self.views
             .iter()
             .filter_map(|t| t.newest_park)
@@ -461,7 +461,12 @@ impl WalkTracker {
     /// another just stopped shares its snapshot and cannot be told from it later. A park
     /// older than that is a walk that paused or ended (a probe ends at once); joining it
     /// would serve a new walk old figures while nothing walks, so it is left alone.
-    pub fn joinable(&self, oid: &[u32], now: Instant, max_age: Duration) -> Option<Arc<MibView>> {
+    pub(crate) fn joinable(
+        &self,
+        oid: &[u32],
+        now: Instant,
+        max_age: Duration,
+    ) -> Option<Arc<MibView>> {
         let in_progress = self.in_progress_ticks;
         self.views
             .iter()
@@ -477,7 +482,12 @@ impl WalkTracker {
     /// The view a GetNext or GetBulk of request `transaction` starting at `starts`
     /// continues on, if any walk parked at one of them. The walk that waited there is taken
     /// off.
-    pub fn continuation<'s, S>(&mut self, starts: S, transaction: u32, now: Instant) -> Continued
+    pub(crate) fn continuation<'s, S>(
+        &mut self,
+        starts: S,
+        transaction: u32,
+        now: Instant,
+    ) -> Continued
     where
         S: IntoIterator<Item = &'s [u32]> + Clone,
     {
@@ -618,7 +628,7 @@ impl WalkTracker {
 
 /// What a request leaves where it stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Leave {
+pub(crate) enum Leave {
     /// A walk waits here: a request that continues it finds this view.
     Park(Turnaround),
     /// A request that went on from where a walk went by earlier (a re-sent request, a walk
@@ -631,7 +641,7 @@ pub enum Leave {
 }
 
 /// What [`WalkTracker::continuation`] found.
-pub struct Continued {
+pub(crate) struct Continued {
     /// The view the request continues on; `None`: a new walk or a lone request.
     pub view: Option<Arc<MibView>>,
     pub how: Continuation,
@@ -642,10 +652,10 @@ pub struct Continued {
 /// How long a walk took to come back to where it parked, in park ticks, saturating; 0: not
 /// known (a new walk).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Turnaround(u16);
+pub(crate) struct Turnaround(u16);
 
 impl Turnaround {
-    pub const UNKNOWN: Turnaround = Turnaround(0);
+    pub(crate) const UNKNOWN: Turnaround = Turnaround(0);
 
     fn of(age: u32) -> Turnaround {
         Turnaround(u16::try_from(age).unwrap_or(u16::MAX).max(1))

@@ -75,7 +75,7 @@ struct RowState {
 
 /// The comparison of samples (see the module documentation).
 #[derive(Default)]
-pub struct Watcher {
+pub(crate) struct Watcher {
     rows: HashMap<u32, RowState>,
     /// The number of the last sample.
     samples: u64,
@@ -85,7 +85,7 @@ pub struct Watcher {
 
 /// The items of `t` that count against its count limit, with the limit; `None` when the
 /// type has no limit (absent or 0) or its in-use count is unknown.
-pub fn limit_usage(t: &MemoryType) -> Option<(u64, u64)> {
+pub(crate) fn limit_usage(t: &MemoryType) -> Option<(u64, u64)> {
     let limit = t.count_limit.filter(|&l| l > 0)?;
     let cached: u64 = t
         .per_cpu
@@ -100,7 +100,7 @@ pub fn limit_usage(t: &MemoryType) -> Option<(u64, u64)> {
 }
 
 impl Watcher {
-    pub fn new() -> Watcher {
+    pub(crate) fn new() -> Watcher {
         Watcher {
             rebaseline: true,
             ..Watcher::default()
@@ -108,13 +108,18 @@ impl Watcher {
     }
 
     /// The next sample is a baseline (a new session with the master).
-    pub fn rebaseline(&mut self) {
+    pub(crate) fn rebaseline(&mut self) {
         self.rebaseline = true;
     }
 
     /// Compares `view` with the previous sample and returns the notifications due, capped
     /// (with the summary last when the cap cut some).
-    pub fn sample(&mut self, view: &MibView, now: Instant, s: &WatchSettings) -> Vec<Notification> {
+    pub(crate) fn sample(
+        &mut self,
+        view: &MibView,
+        now: Instant,
+        s: &WatchSettings,
+    ) -> Vec<Notification> {
         let baseline = std::mem::replace(&mut self.rebaseline, false);
         let previous = self.samples;
         self.samples += 1;
@@ -223,7 +228,8 @@ impl Watcher {
     }
 
     /// Rows remembered (for tests: bounded by the view).
-    pub fn rows_known(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn rows_known(&self) -> usize {
         self.rows.len()
     }
 }

@@ -5,4 +5,4 @@
 //! them to the snapshot cache.
 pub mod pdu;
 pub mod session;
-pub mod transport;
+pub(crate) mod transport;

@@ -112,12 +112,12 @@ impl Socket {
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One connection to the master.
-pub struct Connection {
+pub(crate) struct Connection {
     fd: AsyncFd<Socket>,
 }
 
 impl Connection {
-    pub async fn connect(addr: &MasterAddr) -> io::Result<Connection> {
+    pub(crate) async fn connect(addr: &MasterAddr) -> io::Result<Connection> {
         let socket = match addr {
             MasterAddr::Unix(p) => {
                 Socket::Unix(tokio::net::UnixStream::connect(p).await?.into_std()?)
@@ -140,7 +140,7 @@ impl Connection {
     /// Reads what the socket has into `chunk`; Ok(0) is end of file. Cancel-safe: bytes are
     /// moved only by a synchronous read after readiness. The caller owns `chunk`, so that no
     /// request pays for zeroing a buffer.
-    pub async fn read_some(&self, chunk: &mut [u8]) -> io::Result<usize> {
+    pub(crate) async fn read_some(&self, chunk: &mut [u8]) -> io::Result<usize> {
         loop {
             let mut guard = self.fd.readable().await?;
             match guard.try_io(|s| s.get_ref().read(chunk)) {
@@ -163,7 +163,7 @@ impl Connection {
 
     /// Writes as much of `data` as the socket takes now, without waiting: the usual case,
     /// a small Response into an empty send buffer, needs nothing more.
-    pub fn write_now(&self, data: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write_now(&self, data: &[u8]) -> io::Result<usize> {
         let mut done = 0;
         while done < data.len() {
             match self.fd.get_ref().write(&data[done..]) {
@@ -178,7 +178,7 @@ impl Connection {
     }
 
     /// Writes all of `data`, giving up after [`WRITE_TIMEOUT`] without progress.
-    pub async fn write_all(&self, data: &[u8]) -> io::Result<()> {
+    pub(crate) async fn write_all(&self, data: &[u8]) -> io::Result<()> {
         self.write_all_until(data, None).await
     }
 
@@ -186,7 +186,7 @@ impl Connection {
     /// the socket first stopped taking data: a shutdown must not wait the full timeout for
     /// a master that stopped reading. The clock is read only once the socket is full: a
     /// clock read is dear on a virtual machine, and nearly every write goes through at once.
-    pub async fn write_all_until(
+    pub(crate) async fn write_all_until(
         &self,
         mut data: &[u8],
         deadline: Option<tokio::time::Instant>,
@@ -214,7 +214,7 @@ impl Connection {
     }
 
     /// Shuts both directions down (the descriptor closes on drop).
-    pub fn shutdown(&self) -> io::Result<()> {
+    pub(crate) fn shutdown(&self) -> io::Result<()> {
         self.fd.get_ref().shutdown()
     }
 }
@@ -243,7 +243,7 @@ impl fmt::Display for ConnectionError {
 impl std::error::Error for ConnectionError {}
 
 /// One frame from the master.
-pub enum Frame {
+pub(crate) enum Frame {
     Pdu(Pdu),
     /// A frame whose header was fine but whose payload was not: it gets parseError.
     Bad(Header, DecodeError),
@@ -251,7 +251,7 @@ pub enum Frame {
 
 /// Reads whole frames. [`next`](Self::next) is cancel-safe: bytes read before a
 /// cancellation stay in the buffer for the next call.
-pub struct FrameReader {
+pub(crate) struct FrameReader {
     buf: Vec<u8>,
     /// What one read may bring, allocated (and zeroed) once per connection.
     chunk: Box<[u8]>,
@@ -264,7 +264,7 @@ impl Default for FrameReader {
 }
 
 impl FrameReader {
-    pub fn new() -> FrameReader {
+    pub(crate) fn new() -> FrameReader {
         FrameReader {
             buf: Vec::new(),
             chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
@@ -272,7 +272,7 @@ impl FrameReader {
     }
 
     /// The next frame from `conn`.
-    pub async fn next(&mut self, conn: &Connection) -> Result<Frame, ConnectionError> {
+    pub(crate) async fn next(&mut self, conn: &Connection) -> Result<Frame, ConnectionError> {
         loop {
             if let Some(frame) = self.take_frame()? {
                 return Ok(frame);

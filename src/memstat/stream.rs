@@ -6,21 +6,21 @@
 use super::SourceError;
 
 /// Both streams start with the same 16-byte header: version, maxcpus, count, pad.
-pub const HEADER_LEN: usize = 16;
+pub(crate) const HEADER_LEN: usize = 16;
 /// The only stream version there has ever been (`UMA_STREAM_VERSION`,
 /// `MALLOC_TYPE_STREAM_VERSION`).
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// No FreeBSD port has MAXCPU anywhere near this; larger values mean a corrupt header,
 /// and the cap keeps `maxcpus × 64` far from overflow on 32-bit hosts.
-pub const MAX_CPUS: u32 = 65536;
+pub(crate) const MAX_CPUS: u32 = 65536;
 /// Both name fields are char[32] (`UTH_MAX_NAME`, `MALLOC_MAX_NAME`).
-pub const NAME_LEN: usize = 32;
+pub(crate) const NAME_LEN: usize = 32;
 /// Every per-CPU record (`uma_percpu_stat`, `malloc_type_stats`) is 64 bytes.
-pub const PERCPU_LEN: usize = 64;
+pub(crate) const PERCPU_LEN: usize = 64;
 
 /// What the stream header promises, checked against the buffer.
 #[derive(Debug)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub maxcpus: u32,
     pub count: u32,
     /// Type header plus `maxcpus` per-CPU records.
@@ -28,13 +28,18 @@ pub struct Layout {
 }
 
 /// Field and unit names for error messages: ("ush", "zone") or ("mtsh", "type").
-pub struct Names {
+pub(crate) struct Names {
     pub what: &'static str,
     pub prefix: &'static str,
     pub unit: &'static str,
 }
 
-pub fn malformed(names: &Names, location: String, field: &str, message: String) -> SourceError {
+pub(crate) fn malformed(
+    names: &Names,
+    location: String,
+    field: &str,
+    message: String,
+) -> SourceError {
     SourceError::Malformed {
         what: names.what.into(),
         location,
@@ -44,17 +49,17 @@ pub fn malformed(names: &Names, location: String, field: &str, message: String) 
 }
 
 /// A fixed-size view of `N` bytes at `off`, or `None` if the buffer is too short.
-pub fn array_at<const N: usize>(buf: &[u8], off: usize) -> Option<&[u8; N]> {
+pub(crate) fn array_at<const N: usize>(buf: &[u8], off: usize) -> Option<&[u8; N]> {
     buf.get(off..)?.get(..N)?.try_into().ok()
 }
 
-pub fn u32_at<const N: usize>(rec: &[u8; N], off: usize) -> u32 {
+pub(crate) fn u32_at<const N: usize>(rec: &[u8; N], off: usize) -> u32 {
     let mut b = [0u8; 4];
     b.copy_from_slice(&rec[off..off + 4]);
     u32::from_ne_bytes(b)
 }
 
-pub fn u64_at<const N: usize>(rec: &[u8; N], off: usize) -> u64 {
+pub(crate) fn u64_at<const N: usize>(rec: &[u8; N], off: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&rec[off..off + 8]);
     u64::from_ne_bytes(b)
@@ -65,7 +70,11 @@ pub fn u64_at<const N: usize>(rec: &[u8; N], off: usize) -> u64 {
 /// An empty buffer is an error, not an empty list (libmemstat's reading): the kernel always
 /// writes the header, so no bytes means the read went wrong, and serving an empty table
 /// would hide that. Bytes beyond the last record are logged and ignored.
-pub fn layout(buf: &[u8], names: &Names, type_header_len: usize) -> Result<Layout, SourceError> {
+pub(crate) fn layout(
+    buf: &[u8],
+    names: &Names,
+    type_header_len: usize,
+) -> Result<Layout, SourceError> {
     let p = names.prefix;
     if let Some(v) = array_at::<4>(buf, 0) {
         let version = u32::from_ne_bytes(*v);
@@ -149,7 +158,7 @@ pub fn layout(buf: &[u8], names: &Names, type_header_len: usize) -> Result<Layou
 /// The kernel strlcpy()s names, so a missing NUL or invalid UTF-8 means an odd kernel or
 /// a corrupt stream; neither is worth failing the whole refresh over, so both are logged
 /// and the name is kept as well as it can be.
-pub fn name(field: &[u8; NAME_LEN], names: &Names, index: u32, at: usize) -> String {
+pub(crate) fn name(field: &[u8; NAME_LEN], names: &Names, index: u32, at: usize) -> String {
     let (bytes, terminated) = match field.iter().position(|&b| b == 0) {
         Some(end) => (&field[..end], true),
         None => (&field[..], false),
@@ -173,6 +182,6 @@ pub fn name(field: &[u8; NAME_LEN], names: &Names, index: u32, at: usize) -> Str
 }
 
 /// Per-CPU rows to expose: CPUs `0..=maxid`, but never past the records the stream has.
-pub fn exposed_cpus(maxid: u32, maxcpus: u32) -> usize {
+pub(crate) fn exposed_cpus(maxid: u32, maxcpus: u32) -> usize {
     (maxid as u64 + 1).min(maxcpus as u64) as usize
 }

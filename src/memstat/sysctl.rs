@@ -12,7 +12,7 @@ use super::{malloc, uma, MemoryType, Snapshot, SourceError};
 use std::path::Path;
 
 /// The `freebsd` source: the running kernel's malloc types and UMA zones.
-pub const SOURCE: SourceDef = SourceDef {
+pub(crate) const SOURCE: SourceDef = SourceDef {
     module: module_path!(),
     name: "freebsd",
     summary: "the FreeBSD kernel's malloc types and UMA zones (kern.malloc_stats, vm.zone_stats)",
@@ -35,7 +35,7 @@ impl Reading for KernelStreams {
 
 /// The running kernel's malloc zone sizes when `snapshot` was read from it (the freebsd
 /// source is one of its sources), for the size masks `vmstat -m` prints.
-pub fn live_malloc_zone_sizes(snapshot: &Snapshot) -> Option<Vec<u32>> {
+pub(crate) fn live_malloc_zone_sizes(snapshot: &Snapshot) -> Option<Vec<u32>> {
     snapshot
         .source
         .split(',')
@@ -46,17 +46,17 @@ pub fn live_malloc_zone_sizes(snapshot: &Snapshot) -> Option<Vec<u32>> {
 
 /// How often [`read_stream`] re-queries a stream that keeps outgrowing its buffer. libmemstat
 /// retries forever; a bound turns a pathological kernel into an error instead of a hang.
-pub const MAX_ATTEMPTS: u32 = 10;
+pub(crate) const MAX_ATTEMPTS: u32 = 10;
 
 /// The largest stream we are willing to buffer. `kern.malloc_stats` is ~40 MB on amd64
 /// (MAXCPU = 1024 records of 64 bytes for each of ~600 types); a size query far beyond that
 /// means something is wrong, and refusing beats asking the allocator for gigabytes.
-pub const MAX_STREAM_BYTES: usize = 1 << 30;
+pub(crate) const MAX_STREAM_BYTES: usize = 1 << 30;
 
 /// Why [`read_stream`] failed. Turned into a [`SourceError`] by [`SysctlError::into_source`],
 /// which knows the sysctl's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SysctlError {
+pub(crate) enum SysctlError {
     /// The system call failed with this errno.
     Errno(i32),
     /// Every read found the stream larger than the size just queried.
@@ -69,7 +69,7 @@ pub enum SysctlError {
 
 impl SysctlError {
     /// Names the sysctl; EACCES and EPERM become [`SourceError::PermissionDenied`].
-    pub fn into_source(self, what: &str) -> SourceError {
+    pub(crate) fn into_source(self, what: &str) -> SourceError {
         let what = what.to_string();
         match self {
             SysctlError::Errno(e) if e == libc::EACCES || e == libc::EPERM => {
@@ -121,7 +121,7 @@ impl SysctlError {
 /// `buf` is meant to be kept across refreshes: its capacity is reused, and only the part
 /// beyond its current length is zero-filled, so a steady-state refresh does not touch the
 /// allocator or memset tens of megabytes.
-pub fn read_stream<F>(buf: &mut Vec<u8>, mut call: F) -> Result<usize, SysctlError>
+pub(crate) fn read_stream<F>(buf: &mut Vec<u8>, mut call: F) -> Result<usize, SysctlError>
 where
     F: FnMut(Option<&mut [u8]>) -> Result<usize, i32>,
 {
@@ -160,7 +160,7 @@ where
 
 /// The two allocator streams, with buffers kept across refreshes.
 #[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
-pub struct KernelStreams {
+pub(crate) struct KernelStreams {
     malloc_buf: Vec<u8>,
     zone_buf: Vec<u8>,
 }
@@ -169,7 +169,7 @@ impl KernelStreams {
     /// Checks that the sysctls are there and readable, so a bad setup fails at startup (before
     /// privileges are dropped) rather than at the first refresh.
     #[cfg(target_os = "freebsd")]
-    pub fn open() -> Result<Self, SourceError> {
+    pub(crate) fn open() -> Result<Self, SourceError> {
         sys::maxid()?;
         for what in [malloc::WHAT, uma::WHAT] {
             sys::sysctl(what, None).map_err(|e| SysctlError::Errno(e).into_source(what))?;
@@ -182,7 +182,7 @@ impl KernelStreams {
 
     /// Off FreeBSD there is no such kernel interface.
     #[cfg(not(target_os = "freebsd"))]
-    pub fn open() -> Result<Self, SourceError> {
+    pub(crate) fn open() -> Result<Self, SourceError> {
         Err(SourceError::Unavailable {
             message: format!(
                 "the freebsd source reads the {} and {} sysctls, which only a FreeBSD kernel \
@@ -197,7 +197,7 @@ impl KernelStreams {
     /// `memstat_sysctl_all` fetches them in). `kern.smp.maxid` is re-read every time: it is
     /// one cheap call and keeps the per-CPU rows right should it ever change.
     #[cfg(target_os = "freebsd")]
-    pub fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
+    pub(crate) fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
         let maxid = sys::maxid()?;
         let n = read_stream(&mut self.malloc_buf, |b| sys::sysctl(malloc::WHAT, b))
             .map_err(|e| e.into_source(malloc::WHAT))?;
@@ -210,7 +210,7 @@ impl KernelStreams {
 
     /// Unreachable in practice, as `open` fails off FreeBSD.
     #[cfg(not(target_os = "freebsd"))]
-    pub fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
+    pub(crate) fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
         Self::open().map(|_| Vec::new())
     }
 }
@@ -224,7 +224,7 @@ mod sys {
 
     /// `sysctlbyname(name, old, &len, NULL, 0)`: with `None` a size query, otherwise a read
     /// into `old`. Returns the length the kernel reports, or the errno.
-    pub fn sysctl(name: &str, old: Option<&mut [u8]>) -> Result<usize, i32> {
+    pub(super) fn sysctl(name: &str, old: Option<&mut [u8]>) -> Result<usize, i32> {
         let name = CString::new(name).map_err(|_| libc::EINVAL)?;
         let (oldp, mut len) = match old {
             Some(b) => (b.as_mut_ptr().cast::<libc::c_void>(), b.len()),
@@ -245,7 +245,7 @@ mod sys {
     }
 
     /// `kern.smp.maxid`, the highest CPU id.
-    pub fn maxid() -> Result<u32, SourceError> {
+    pub(super) fn maxid() -> Result<u32, SourceError> {
         let what = "kern.smp.maxid";
         let mut b = [0u8; 4];
         let n = sysctl(what, Some(&mut b)).map_err(|e| SysctlError::Errno(e).into_source(what))?;
@@ -266,7 +266,7 @@ mod sys {
 /// `kmemzones` entry, `vm.malloc.zone_count` of them (the count includes the terminating
 /// entry, of size 0). Bit n of a malloc type's size mask means zone n. `None` where the
 /// sysctls are missing (before FreeBSD 13) or not FreeBSD at all.
-pub fn malloc_zone_sizes() -> Option<Vec<u32>> {
+pub(crate) fn malloc_zone_sizes() -> Option<Vec<u32>> {
     #[cfg(target_os = "freebsd")]
     {
         let mut count = [0u8; 4];
@@ -285,7 +285,7 @@ pub fn malloc_zone_sizes() -> Option<Vec<u32>> {
 
 /// `count` native-endian ints from `vm.malloc.zone_sizes`; `None` if `count` is over
 /// libmemstat's limit of 32, the buffer is short, or a size is negative.
-pub fn parse_zone_sizes(count: u32, bytes: &[u8]) -> Option<Vec<u32>> {
+pub(crate) fn parse_zone_sizes(count: u32, bytes: &[u8]) -> Option<Vec<u32>> {
     if count > 32 || bytes.len() < count as usize * 4 {
         return None;
     }
