@@ -214,8 +214,10 @@ fn dump(source: &str, format: FormatArg) -> ExitCode {
         .parse::<SourceChoice>()
         .and_then(|k| Sources::open(&k))
         .and_then(|mut s| {
-            let types = s.read().merged()?;
-            Ok(Snapshot::new(0, SystemTime::now(), s.name(), types))
+            let data = s.read().merged()?;
+            let mut snap = Snapshot::new(0, SystemTime::now(), s.name(), data.types);
+            snap.figures = data.figures;
+            Ok(snap)
         });
     match result {
         Ok(snap) => {

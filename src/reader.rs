@@ -86,6 +86,6 @@ mod tests {
         let choice: SourceChoice = format!("fixture:{}", p.display()).parse().unwrap();
         let r = SourceReader::spawn(Sources::open(&choice).unwrap()).unwrap();
         let types = r.read().await.unwrap().merged().unwrap();
-        assert_eq!(types[0].name, "z");
+        assert_eq!(types.types[0].name, "z");
     }
 }

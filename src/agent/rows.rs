@@ -123,9 +123,12 @@ impl RowIdentity {
                 .parts
                 .iter()
                 .enumerate()
-                .flat_map(|(p, &n)| std::iter::repeat(p).take(n as usize))
+                .flat_map(|(p, part)| std::iter::repeat(p).take(part.types as usize))
                 .collect();
-            let mut parts = vec![0u32; snap.parts.len()];
+            let mut parts = snap.parts.clone();
+            for p in &mut parts {
+                p.types = 0;
+            }
             let mut types = Vec::new();
             let mut idx = Vec::new();
             let mut d = Vec::new();
@@ -136,11 +139,12 @@ impl RowIdentity {
                     idx.push(*i);
                     d.push(di);
                     if let Some(&p) = part_of.get(row) {
-                        parts[p] += 1;
+                        parts[p].types += 1;
                     }
                 }
             }
             let mut kept = Snapshot::new(generation, taken_at, snap.source, types);
+            kept.figures = snap.figures;
             kept.parts = parts;
             MibView::new(Arc::new(kept), &idx, &d)
         };

@@ -5,7 +5,7 @@
 //! That keeps this part synchronous, free of I/O, and testable with a clock of the test's
 //! choosing.
 
-use crate::memstat::{assign_ordinals, Snapshot, SourceError, SourceRead};
+use crate::memstat::{assign_ordinals, Figures, Part, Snapshot, SourceError, SourceRead};
 use crate::mib::{MibView, SourceLine, SourceStatus};
 use std::fmt;
 use std::sync::Arc;
@@ -140,7 +140,8 @@ impl SnapshotStore {
         let mut parts = read.parts.into_iter();
         let mut first_error = None;
         let mut types = Vec::new();
-        let mut counts = Vec::with_capacity(self.sources.len());
+        let mut figures = Figures::new();
+        let mut extents = Vec::with_capacity(self.sources.len());
         let mut any_good = false;
         let current = self.current.as_ref().map(|(v, _)| v.snapshot().clone());
         for (i, src) in self.sources.iter_mut().enumerate() {
@@ -150,22 +151,37 @@ impl SnapshotStore {
                 })
             });
             let before = types.len();
+            let mut part = Part::default();
+            // The first source to give a figure wins.
+            let mut add_figure = |name: &String, value: u64| {
+                if !figures.contains_key(name) {
+                    figures.insert(name.clone(), value);
+                    part.figures.push(name.clone());
+                }
+            };
             match result {
-                Ok(rows) => {
+                Ok(data) => {
                     any_good = true;
                     src.error = None;
                     src.last_good_ms = Some(now_ms);
-                    types.extend(rows);
+                    types.extend(data.types);
+                    for (name, value) in &data.figures {
+                        add_figure(name, *value);
+                    }
                 }
                 Err(e) => {
-                    if let Some(old) = current.as_ref().and_then(|s| s.part(i)) {
-                        types.extend_from_slice(old);
+                    if let Some(old) = &current {
+                        types.extend_from_slice(old.part(i).unwrap_or_default());
+                        for (name, value) in old.part_figures(i) {
+                            add_figure(name, *value);
+                        }
                     }
                     first_error.get_or_insert_with(|| e.clone());
                     src.error = Some(e);
                 }
             }
-            counts.push(u32::try_from(types.len() - before).unwrap_or(u32::MAX));
+            part.types = u32::try_from(types.len() - before).unwrap_or(u32::MAX);
+            extents.push(part);
         }
         if let Some(e) = first_error {
             let e = RefreshError::Source(e);
@@ -177,7 +193,8 @@ impl SnapshotStore {
         assign_ordinals(&mut types);
         self.generation += 1;
         let mut snap = Snapshot::new(self.generation, now, self.source_name.clone(), types);
-        snap.parts = counts;
+        snap.figures = figures;
+        snap.parts = extents;
         Ok(snap)
     }
 
@@ -335,6 +352,77 @@ mod tests {
         install(&mut s, snap, t1 + Duration::from_secs(1));
         assert_eq!(s.status(), SourceStatus::Ok);
         assert!(s.last_error().is_none());
+    }
+
+    /// Two sources: one failing keeps its last good rows and figures in the next snapshot,
+    /// which is stale and names it, while the other's are fresh.
+    #[test]
+    fn a_failing_source_keeps_its_last_good_data_and_the_others_stay_fresh() {
+        use crate::memstat::SourceData;
+        let t0 = Instant::now();
+        let names = ["fixture:a".to_string(), "fixture:b".to_string()];
+        let mut s = SnapshotStore::new(&names, Duration::from_secs(1));
+        let data = |name: &str, allocs: u64, figure: u64| {
+            let mut t = MemoryType::new(Allocator::Uma, name);
+            t.allocs = Some(allocs);
+            let mut d = SourceData::from(vec![t]);
+            d.figures.insert(format!("{name}.figure"), figure);
+            d
+        };
+        s.read_started(t0);
+        let read = SourceRead {
+            parts: vec![Ok(data("a", 1, 10)), Ok(data("b", 2, 20))],
+        };
+        let snap = s.read_finished(read).unwrap();
+        install(&mut s, snap, t0);
+        assert_eq!(s.status(), SourceStatus::Ok);
+        let gone = SourceError::Unavailable {
+            message: "b: gone".into(),
+        };
+        let t1 = t0 + Duration::from_secs(2);
+        s.read_started(t1);
+        let read = SourceRead {
+            parts: vec![Ok(data("a", 3, 30)), Err(gone.clone())],
+        };
+        let snap = s.read_finished(read).unwrap();
+        assert_eq!(snap.generation, 2);
+        let allocs: Vec<Option<u64>> = snap.types.iter().map(|t| t.allocs).collect();
+        assert_eq!(allocs, [Some(3), Some(2)], "a fresh, b as last read");
+        assert_eq!(snap.figures.get("a.figure"), Some(&30));
+        assert_eq!(snap.figures.get("b.figure"), Some(&20));
+        install(&mut s, snap, t1);
+        assert_eq!(s.status(), SourceStatus::Stale);
+        assert_eq!(s.last_error(), Some(&RefreshError::Source(gone)));
+        let lines = s.source_lines();
+        assert_eq!(lines[0].status, SourceStatus::Ok);
+        assert_eq!(
+            (lines[1].status, lines[1].types),
+            (SourceStatus::Stale, Some(1))
+        );
+        assert_eq!(lines[1].last_error, "b: gone");
+        // Both fail: the snapshot stays; both read again: fresh and ok.
+        let t2 = t1 + Duration::from_secs(2);
+        s.read_started(t2);
+        let e = SourceError::Unavailable {
+            message: "down".into(),
+        };
+        let read = SourceRead {
+            parts: vec![Err(e.clone()), Err(e)],
+        };
+        assert!(s.read_finished(read).is_err());
+        assert_eq!(s.current().unwrap().snapshot().generation, 2);
+        let t3 = t2 + Duration::from_secs(2);
+        s.read_started(t3);
+        let read = SourceRead {
+            parts: vec![Ok(data("a", 4, 40)), Ok(data("b", 5, 50))],
+        };
+        let snap = s.read_finished(read).unwrap();
+        install(&mut s, snap, t3);
+        assert_eq!(s.status(), SourceStatus::Ok);
+        assert!(s
+            .source_lines()
+            .iter()
+            .all(|l| l.status == SourceStatus::Ok));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use super::error::{file_error, open_regular, refuse_if_not_regular};
 use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
-use super::{MemoryType, Snapshot, SourceError};
+use super::{Snapshot, SourceData, SourceError};
 use crate::boundedfile::FileError;
 use serde::Deserialize as _;
 use std::io::Read as _;
@@ -22,6 +22,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: None,
     opening: Opening::Reopened,
     fills: Fills::Anything,
+    groups: &[],
     open: open_source,
 };
 
@@ -40,8 +41,11 @@ fn open_source(path: Option<&Path>) -> Result<Box<dyn Reading>, SourceError> {
 struct FixtureFile(std::path::PathBuf);
 
 impl Reading for FixtureFile {
-    fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
-        read(&self.0).map(|s| s.types)
+    fn read(&mut self) -> Result<SourceData, SourceError> {
+        read(&self.0).map(|s| SourceData {
+            types: s.types,
+            figures: s.figures,
+        })
     }
 }
 
@@ -123,6 +127,14 @@ mod tests {
             vec![t],
         );
         let j = to_json(&s);
+        assert!(
+            !j.contains("figures"),
+            "no kernel-wide figures, no key: {j}"
+        );
+        let mut with = s.clone();
+        with.figures
+            .insert("vmstat.nr_slab_reclaimable".into(), u64::MAX);
+        assert_eq!(parse(to_json(&with).as_bytes(), "f").unwrap(), with);
         assert!(!j.contains("failures"), "absent figures are omitted: {j}");
         // Per-CPU bytes and size mask are in the JSON, an absent one is not.
         assert!(

@@ -11,7 +11,7 @@ use super::display::{display_name, opt};
 use super::error::{file_error, open_regular};
 use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
 use super::AllocatorDef;
-use super::{Allocator, MemoryType, SourceError};
+use super::{Allocator, MemoryType, SourceData, SourceError};
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
@@ -29,6 +29,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: Some("linux"),
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[Allocator::Slab]),
+    groups: &[],
     open: open_source,
 };
 
@@ -38,8 +39,8 @@ fn open_source(path: Option<&Path>) -> Result<Box<dyn Reading>, SourceError> {
 }
 
 impl Reading for SlabinfoReader {
-    fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
-        SlabinfoReader::read(self)
+    fn read(&mut self) -> Result<SourceData, SourceError> {
+        SlabinfoReader::read(self).map(SourceData::from)
     }
 }
 

@@ -22,7 +22,7 @@ pub(crate) mod sysctl;
 pub mod uma;
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -269,6 +269,35 @@ pub fn assign_ordinals(types: &mut [MemoryType]) {
     }
 }
 
+/// Kernel-wide figures a source reads besides its memory types, by name (each source's own
+/// names, which its definition's MIB groups serve: see `source_def::FigureGroup`).
+pub type Figures = BTreeMap<String, u64>;
+
+/// What one source read at one refresh.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceData {
+    pub types: Vec<MemoryType>,
+    pub figures: Figures,
+}
+
+impl From<Vec<MemoryType>> for SourceData {
+    fn from(types: Vec<MemoryType>) -> SourceData {
+        SourceData {
+            types,
+            figures: Figures::new(),
+        }
+    }
+}
+
+/// What the `i`-th source of a daemon gave a snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Part {
+    /// How many of the snapshot's types, in order after the earlier parts'.
+    pub types: u32,
+    /// The names of its figures.
+    pub figures: Vec<String>,
+}
+
 /// One immutable reading of the kernel's allocator statistics.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -282,11 +311,14 @@ pub struct Snapshot {
     #[serde(default)]
     pub source: String,
     pub types: Vec<MemoryType>,
-    /// How many of `types`, in order, each source gave (in the order of the `source`
-    /// setting), where the daemon read them; empty for a snapshot read whole. Not part of the
-    /// fixture format: a fixture is one source, whatever it replays.
+    /// The kernel-wide figures of every source.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: Figures,
+    /// What each source gave (in the order of the `source` setting), where the daemon read
+    /// them; empty for a snapshot read whole. Not part of the fixture format: a fixture is
+    /// one source, whatever it replays.
     #[serde(skip)]
-    pub parts: Vec<u32>,
+    pub parts: Vec<Part>,
 }
 
 impl Snapshot {
@@ -301,6 +333,7 @@ impl Snapshot {
             taken_at_ms: Snapshot::epoch_ms(taken_at),
             source,
             types,
+            figures: Figures::new(),
             parts: Vec::new(),
         }
     }
@@ -314,9 +347,18 @@ impl Snapshot {
 
     /// The rows the `i`-th source gave, where the snapshot records its parts.
     pub fn part(&self, i: usize) -> Option<&[MemoryType]> {
-        let start: usize = self.parts.get(..i)?.iter().map(|&n| n as usize).sum();
-        let n = *self.parts.get(i)? as usize;
+        let start: usize = self.parts.get(..i)?.iter().map(|p| p.types as usize).sum();
+        let n = self.parts.get(i)?.types as usize;
         self.types.get(start..start + n)
+    }
+
+    /// The figures the `i`-th source gave, where the snapshot records its parts.
+    pub fn part_figures(&self, i: usize) -> impl Iterator<Item = (&String, &u64)> {
+        self.parts
+            .get(i)
+            .into_iter()
+            .flat_map(|p| p.figures.iter())
+            .filter_map(|name| self.figures.get_key_value(name))
     }
 
     pub fn taken_at(&self) -> SystemTime {

@@ -12,8 +12,8 @@
 
 use super::error::SourceError;
 use super::source_def::Reading;
-pub use super::source_def::{Fills, Opening, PathRule, SourceDef};
-use super::{fixture, linux, sysctl, MemoryType, MAX_CPU_INDEX};
+pub use super::source_def::{FigureGroup, FigureObject, Fills, Opening, PathRule, SourceDef};
+use super::{fixture, linux, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -201,13 +201,15 @@ pub struct Sources {
 /// order) or its error.
 #[derive(Debug)]
 pub struct SourceRead {
-    pub parts: Vec<Result<Vec<MemoryType>, SourceError>>,
+    pub parts: Vec<Result<SourceData, SourceError>>,
 }
 
 impl From<Result<Vec<MemoryType>, SourceError>> for SourceRead {
-    /// The read of a single source.
+    /// The read of a single source of memory types.
     fn from(r: Result<Vec<MemoryType>, SourceError>) -> SourceRead {
-        SourceRead { parts: vec![r] }
+        SourceRead {
+            parts: vec![r.map(SourceData::from)],
+        }
     }
 }
 
@@ -221,12 +223,17 @@ impl SourceRead {
 
     /// The union of the parts with ordinals assigned, or the first error: what a one-off
     /// read (`dump`, `check-config`) shows.
-    pub fn merged(self) -> Result<Vec<MemoryType>, SourceError> {
-        let mut all = Vec::new();
+    pub fn merged(self) -> Result<SourceData, SourceError> {
+        let mut all = SourceData::default();
         for r in self.parts {
-            all.extend(r?);
+            let part = r?;
+            all.types.extend(part.types);
+            for (name, value) in part.figures {
+                // The first source to give a figure wins, as in the daemon's snapshots.
+                all.figures.entry(name).or_insert(value);
+            }
         }
-        super::assign_ordinals(&mut all);
+        super::assign_ordinals(&mut all.types);
         Ok(all)
     }
 }
@@ -271,9 +278,10 @@ impl Sources {
             .opened
             .iter_mut()
             .map(|o| {
-                o.reading
-                    .read()
-                    .and_then(|types| check_rows(types, &o.name, o.spec.def.fills))
+                o.reading.read().and_then(|mut data| {
+                    data.types = check_rows(data.types, &o.name, o.spec.def.fills)?;
+                    Ok(data)
+                })
             })
             .collect();
         SourceRead { parts }

@@ -2,7 +2,7 @@
 //! registry, for the list and what is built from it).
 
 use super::error::SourceError;
-use super::{Allocator, MemoryType};
+use super::{Allocator, SourceData};
 use std::fmt;
 use std::path::Path;
 
@@ -20,6 +20,8 @@ pub struct SourceDef {
     pub auto_on: Option<&'static str>,
     pub opening: Opening,
     pub fills: Fills,
+    /// The groups of scalars its kernel-wide figures fill, if it reads any.
+    pub groups: &'static [FigureGroup],
     /// Opens it (before the privilege drop: see [`Opening`]).
     pub(crate) open: OpenFn,
 }
@@ -73,6 +75,29 @@ pub enum Fills {
 
 /// An opened source, read at every refresh (on the reading thread).
 pub(crate) trait Reading: Send {
-    /// The current figures, in kernel order.
-    fn read(&mut self) -> Result<Vec<MemoryType>, SourceError>;
+    /// The current figures, memory types in kernel order.
+    fn read(&mut self) -> Result<SourceData, SourceError>;
+}
+
+/// A group of MEMSTAT-MIB scalars that a source's kernel-wide figures fill: each object is
+/// one figure, served as a Counter64 (a MemGauge64 or a counter, as its MIB text says), and
+/// absent while no source gives the figure.
+#[derive(Debug)]
+pub struct FigureGroup {
+    /// The group's node name in the MIB (an OBJECT IDENTIFIER).
+    pub name: &'static str,
+    /// Its node below memstatObjects.
+    pub node: &'static [u32],
+    pub objects: &'static [FigureObject],
+}
+
+/// One scalar of a [`FigureGroup`].
+#[derive(Debug)]
+pub struct FigureObject {
+    /// Its arc below the group's node.
+    pub sub: u32,
+    /// Its OBJECT-TYPE's name.
+    pub name: &'static str,
+    /// The figure it serves (a key of `Snapshot::figures`).
+    pub figure: &'static str,
 }

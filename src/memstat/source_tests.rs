@@ -182,7 +182,10 @@ fn several_sources_read_as_one_list_and_each_fails_alone() {
     assert_eq!(read.parts.len(), 2);
     // The union, with ordinals over both: the second "z" is the second of its name.
     let all = read.merged().unwrap();
-    assert_eq!(all.iter().map(|t| t.ordinal).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(
+        all.types.iter().map(|t| t.ordinal).collect::<Vec<_>>(),
+        [0, 1]
+    );
     std::fs::write(&b, "not json").unwrap();
     let read = sources.read();
     assert!(read.parts[0].is_ok());

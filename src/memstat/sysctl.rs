@@ -8,7 +8,7 @@
 //! The byte-level helpers both stream parsers share live in [`super::stream`].
 
 use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
-use super::{malloc, uma, MemoryType, Snapshot, SourceError};
+use super::{malloc, uma, MemoryType, Snapshot, SourceData, SourceError};
 use std::path::Path;
 
 /// The `freebsd` source: the running kernel's malloc types and UMA zones.
@@ -20,6 +20,7 @@ pub(crate) const SOURCE: SourceDef = SourceDef {
     auto_on: Some("freebsd"),
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[malloc::ALLOCATOR.allocator, uma::ALLOCATOR.allocator]),
+    groups: &[],
     open: open_source,
 };
 
@@ -28,8 +29,8 @@ fn open_source(_: Option<&Path>) -> Result<Box<dyn Reading>, SourceError> {
 }
 
 impl Reading for KernelStreams {
-    fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
-        KernelStreams::read(self)
+    fn read(&mut self) -> Result<SourceData, SourceError> {
+        KernelStreams::read(self).map(SourceData::from)
     }
 }
 

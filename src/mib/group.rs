@@ -169,8 +169,24 @@ pub(crate) struct Laid<C> {
     cells: Box<dyn CellValues<C>>,
 }
 
+impl<C> Laid<C> {
+    /// A group laid out by hand: `suffixes` in order, per column the rows whose cell is
+    /// present, and the cells.
+    pub(crate) fn new(
+        suffixes: Vec<Suffix>,
+        present: Vec<Vec<u32>>,
+        cells: Box<dyn CellValues<C>>,
+    ) -> Laid<C> {
+        Laid {
+            suffixes,
+            present,
+            cells,
+        }
+    }
+}
+
 /// The values of a laid-out group's cells, whatever its row type.
-trait CellValues<C>: Send + Sync {
+pub(crate) trait CellValues<C>: Send + Sync {
     fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value>;
 }
 

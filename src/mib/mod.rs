@@ -20,6 +20,7 @@
 
 mod daemon;
 mod date_and_time;
+mod figures;
 mod group;
 mod notify;
 mod types;
@@ -35,6 +36,7 @@ pub use notify::{
 pub use types::Row;
 use types::SnapshotRows;
 
+use crate::memstat::source::SOURCES;
 use crate::memstat::{MemoryType, Snapshot};
 use crate::oid::Oid;
 use crate::value::Value;
@@ -81,20 +83,34 @@ const OBJECTS: u32 = 1;
 const DAEMON: u32 = 1;
 const NOTIFY_OBJECTS: u32 = 5;
 
-/// The groups a snapshot fills, answered by a [`MibView`]. A new table or group of scalars
-/// filled from a snapshot is one line here.
-static SNAPSHOT_GROUPS: &[&dyn Group<SnapshotRows>] = &[
+/// The tables a snapshot's memory types fill, answered by a [`MibView`]. A new one is one
+/// line here; a new group of a source's figures is in its source's definition instead.
+static TYPE_GROUPS: &[&dyn Group<SnapshotRows>] = &[
     &types::TYPE_TABLE,
     &types::CPU_TABLE,
     &types::ALLOCATOR_TABLE,
 ];
+
+/// Every group a snapshot fills: the type tables, then every source's figure groups.
+fn snapshot_groups() -> &'static [&'static dyn Group<SnapshotRows>] {
+    static CELL: OnceLock<Vec<&'static dyn Group<SnapshotRows>>> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let mut v = TYPE_GROUPS.to_vec();
+        for def in SOURCES {
+            for g in def.groups {
+                v.push(&*Box::leak(Box::new(figures::FigureScalars(g))));
+            }
+        }
+        v
+    })
+}
 
 /// The groups of memstatDaemon, answered by a [`StatusView`].
 static STATUS_GROUPS: &[&dyn Group<DaemonStatus>] = &[&daemon::SCALARS, &daemon::SOURCE_TABLE];
 
 fn snapshot_columns() -> &'static [ServedColumn] {
     static CELL: OnceLock<Vec<ServedColumn>> = OnceLock::new();
-    CELL.get_or_init(|| served_columns(SNAPSHOT_GROUPS))
+    CELL.get_or_init(|| served_columns(snapshot_groups()))
 }
 
 fn status_columns() -> &'static [ServedColumn] {
@@ -128,7 +144,7 @@ pub fn object_defs() -> Vec<ObjectDef> {
     for g in STATUS_GROUPS {
         g.objects(&mut v);
     }
-    for g in SNAPSHOT_GROUPS {
+    for g in snapshot_groups() {
         g.objects(&mut v);
     }
     for &(sub, name, syntax) in NOTIFY_OBJECT_DEFS {
@@ -212,7 +228,7 @@ impl MibView {
             .collect();
         rows.sort_unstable_by_key(|r| r.index);
         let ctx = SnapshotRows { snapshot, rows };
-        MibView(View::new(ctx, SNAPSHOT_GROUPS, snapshot_columns()))
+        MibView(View::new(ctx, snapshot_groups(), snapshot_columns()))
     }
 
     /// A view with no rows, served before the first successful read.

@@ -133,3 +133,49 @@ fn admin_strings_are_cut_at_255_octets_on_a_character_boundary() {
         v => panic!("{v:?}"),
     }
 }
+
+#[test]
+fn a_sources_figure_group_serves_its_figures_and_skips_absent_ones() {
+    use crate::memstat::source::{FigureGroup, FigureObject};
+    use group::{served_columns, View};
+    static G: FigureGroup = FigureGroup {
+        name: "memTestFigures",
+        node: &[9],
+        objects: &[
+            FigureObject {
+                sub: 1,
+                name: "memTestA",
+                figure: "test.a",
+            },
+            FigureObject {
+                sub: 2,
+                name: "memTestB",
+                figure: "test.b",
+            },
+        ],
+    };
+    let scalars = figures::FigureScalars(&G);
+    let groups: Vec<&dyn group::Group<SnapshotRows>> = vec![&scalars];
+    let columns: &'static [group::ServedColumn] = Box::leak(served_columns(&groups).into());
+    let mut snap = Snapshot::new(1, UNIX_EPOCH, "t".into(), Vec::new());
+    snap.figures.insert("test.b".into(), 1 << 40);
+    let ctx = SnapshotRows {
+        snapshot: Arc::new(snap),
+        rows: Vec::new(),
+    };
+    let v = View::new(ctx, &groups, columns);
+    assert_eq!(v.get(&root(&[1, 9, 2, 0])), Value::Counter64(1 << 40));
+    assert_eq!(
+        v.get(&root(&[1, 9, 1, 0])),
+        Value::NoSuchInstance,
+        "no figure"
+    );
+    assert_eq!(v.get(&root(&[1, 9, 3, 0])), Value::NoSuchObject);
+    let f = v.get_next(&root(&[1, 9]), false, &[]).unwrap();
+    assert_eq!(f.oid.0, root(&[1, 9, 2, 0]), "the absent one is skipped");
+    assert!(v.get_next(&f.oid.0, false, &[]).is_none());
+    let mut defs = Vec::new();
+    groups[0].objects(&mut defs);
+    let names: Vec<&str> = defs.iter().map(|d| d.name).collect();
+    assert_eq!(names, ["memTestA", "memTestB"]);
+}
