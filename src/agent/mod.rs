@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use store::SnapshotStore;
 use walks::{Continuation, Leave, WalkPolicy, WalkTracker};
 pub use watch::WatchSettings;
-use watch::Watcher;
+use watch::{SourceChange, Watcher};
 
 /// The most notifications waiting for the session: a sample's cap and its summary, plus the
 /// source's own. The session takes them after every event, so this bound only keeps memory
@@ -223,26 +223,17 @@ impl Agent {
         self.source_changed(before);
     }
 
-    /// memSourceStale or memSourceRecovered when a refresh changed memSourceStatus.
+    /// The notifications due when a refresh changed memSourceStatus.
     fn source_changed(&mut self, before: SourceStatus) {
-        let after = self.store.status();
-        if !self.settings.notify.source || before == after {
-            return;
-        }
-        let source = self.store.source_name().to_string();
-        let n = match (before, after) {
-            (SourceStatus::Ok, SourceStatus::Stale) => Notification::SourceStale {
-                source,
-                error: self
-                    .store
-                    .last_error()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default(),
-            },
-            (SourceStatus::Stale, SourceStatus::Ok) => Notification::SourceRecovered { source },
-            _ => return,
+        let change = SourceChange {
+            source: self.store.source_name(),
+            before,
+            after: self.store.status(),
+            error: self.store.last_error(),
         };
-        self.push_notification(n);
+        for n in watch::source_changed(&change, &self.settings.notify) {
+            self.push_notification(n);
+        }
     }
 
     fn push_notification(&mut self, n: Notification) {

@@ -387,23 +387,21 @@ fn source_state_changes_queue_notifications() {
     r.agent.read_started(now);
     r.agent.read_finished(gone(), now);
     let n: Vec<_> = r.agent.take_notifications().into_iter().collect();
-    assert_eq!(
-        n,
-        [Notification::SourceStale {
-            source: "test".into(),
-            error: "gone".into()
-        }],
-        "one per change"
-    );
+    let stale = Notification::new(watch::SOURCE_STALE.kind, None)
+        .with_text("memSourceName", "test")
+        .with(
+            "memSourceStatus",
+            Value::Integer(SourceStatus::Stale as i32),
+        )
+        .with_text("memSourceLastError", "gone");
+    assert_eq!(n, [stale], "one per change");
     r.agent.read_started(now);
     r.agent.read_finished(r.kernel.types(), now);
     let n: Vec<_> = r.agent.take_notifications().into_iter().collect();
-    assert_eq!(
-        n,
-        [Notification::SourceRecovered {
-            source: "test".into()
-        }]
-    );
+    let recovered = Notification::new(watch::SOURCE_RECOVERED.kind, None)
+        .with_text("memSourceName", "test")
+        .with("memSourceStatus", Value::Integer(SourceStatus::Ok as i32));
+    assert_eq!(n, [recovered]);
     // An overdue read makes the source stale too, and its late result recovers it.
     r.agent.read_started(now);
     r.agent.read_overdue(now + Duration::from_millis(800));
@@ -417,13 +415,12 @@ fn source_state_changes_queue_notifications() {
         .collect();
     assert_eq!(
         kinds,
-        [
-            mib::NotificationType::SourceStale,
-            mib::NotificationType::SourceRecovered
-        ]
+        [watch::SOURCE_STALE.kind, watch::SOURCE_RECOVERED.kind]
     );
     let mut off = r.agent.settings();
-    off.notify.source = false;
+    let mut raw = crate::config::RawSettings::default();
+    raw.set_arg("notify-source", "false".into());
+    off.notify = WatchSettings::from(&raw.convert().unwrap());
     r.agent.set_settings(off);
     r.agent.read_started(now);
     r.agent.read_finished(gone(), now);
