@@ -7,8 +7,9 @@
 //! GetNext per varbind, one transactionID for every 10 of them (max-repetitions 10).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memstat_agentx::agent::{Agent, AgentSettings, Handled};
+use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
 use memstat_agentx::agentx::pdu::{Payload, Pdu, SearchRange, Value};
+use memstat_agentx::config::RawSettings;
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::MemoryType;
 use memstat_agentx::mib::MEMSTAT_MIB_ROOT;
@@ -24,7 +25,7 @@ const REPETITIONS: u32 = 10;
 /// A long max-age: the steady state of a walk, without a refresh inside the timing.
 fn settings() -> AgentSettings {
     AgentSettings {
-        notify: memstat_agentx::agent::WatchSettings::default(),
+        notify: WatchSettings::from(&RawSettings::default().convert().unwrap()),
         max_age: Duration::from_secs(3600),
         walk_window: Duration::from_secs(30),
     }

@@ -275,16 +275,7 @@ fn session_config(cfg: &Config) -> (SessionConfig, AgentSettings) {
     let agent = AgentSettings {
         max_age: cfg.max_age,
         walk_window: cfg.walk_window,
-        notify: WatchSettings {
-            interval: cfg.watch_interval,
-            holdoff: cfg.notify_holdoff,
-            limit_percent: cfg.notify_limit_percent,
-            hysteresis: cfg.notify_limit_hysteresis,
-            cap: cfg.notify_max_per_sample,
-            alloc_failure: cfg.notify_alloc_failure,
-            limit: cfg.notify_limit,
-            source: cfg.notify_source,
-        },
+        notify: WatchSettings::from(cfg),
     };
     (session, agent)
 }

@@ -6,8 +6,8 @@
 //! - Drift: every OBJECT-TYPE of the MIB file and every entry of `mib::object_defs()` must
 //!   agree on name, numeric OID, SMI base type and access, both as this file's own parser
 //!   reads the MIB text and as net-snmp reads it.
-//! - Notifications: every NOTIFICATION-TYPE of the MIB file and every
-//!   `mib::NotificationType` agree on name, OID and OBJECTS (as net-snmp reads them), the
+//! - Notifications: every NOTIFICATION-TYPE of the MIB file and every definition of
+//!   `agent::watch::DEFINITIONS` agree on name, OID and OBJECTS (as net-snmp reads them), the
 //!   NOTIFICATION-GROUP lists them all, and the varbinds the daemon sends name those objects
 //!   in that order, after snmpTrapOID.0.
 //!
@@ -18,7 +18,7 @@
 //! skips the script. The tools (smilint from smitools, snmptranslate from net-snmp's snmp
 //! package) are required: a missing tool fails the test with a message saying what to install.
 
-use memstat_agentx::memstat::Allocator;
+use memstat_agentx::agent::watch::DEFINITIONS;
 use memstat_agentx::mib::{
     notification_varbinds, object_defs, Access, Notification, NotificationType, NotifiedRow,
     ObjectDef, Syntax, MEMSTAT_MIB_ROOT, SNMP_TRAP_OID_0,
@@ -958,38 +958,15 @@ END
 // 4. Notifications
 // ---------------------------------------------------------------------------------------
 
-/// A notification of each type, as the daemon would send it.
+/// A notification of type `t` about row 7, with a value for each object (its figures are
+/// not what this file checks: `agent::watch`'s tests check those of every rule).
 fn sample_notification(t: NotificationType) -> Notification {
-    let row = NotifiedRow {
-        index: 7,
-        name: "mbuf".into(),
-        allocator: Allocator::Uma,
-    };
-    match t {
-        NotificationType::AllocFailure => Notification::AllocFailure {
-            row,
-            failures: 9,
-            increase: 2,
-        },
-        NotificationType::LimitNearing => Notification::LimitNearing {
-            row,
-            usage: 95,
-            limit: 100,
-        },
-        NotificationType::LimitCleared => Notification::LimitCleared {
-            row,
-            usage: 80,
-            limit: 100,
-        },
-        NotificationType::SourceStale => Notification::SourceStale {
-            source: "fixture:/x".into(),
-            error: "gone".into(),
-        },
-        NotificationType::SourceRecovered => Notification::SourceRecovered {
-            source: "fixture:/x".into(),
-        },
-        NotificationType::Suppressed => Notification::Suppressed { count: 3 },
-    }
+    let row = Some(NotifiedRow { index: 7 });
+    t.objects()
+        .iter()
+        .fold(Notification::new(t, row), |n, object| {
+            n.with(object, Value::Null)
+        })
 }
 
 /// Differences between the code's notifications and the MIB file in `dir`, one line each.
@@ -1005,9 +982,9 @@ fn notification_drift(dir: &Path) -> Vec<String> {
             _ => None,
         })
         .collect();
-    let in_code: BTreeSet<String> = NotificationType::ALL
+    let in_code: BTreeSet<String> = DEFINITIONS
         .iter()
-        .map(|t| t.name().to_string())
+        .map(|d| d.kind.name().to_string())
         .collect();
     let mut out = Vec::new();
     for n in in_text.difference(&in_code) {
@@ -1038,7 +1015,7 @@ fn notification_drift(dir: &Path) -> Vec<String> {
         ));
     }
     let defs = object_defs();
-    for t in NotificationType::ALL {
+    for t in DEFINITIONS.iter().map(|d| d.kind) {
         let name = t.name();
         let (ok, text, stderr) = snmptranslate(dir, &["-Td", "-On", &format!("{MODULE}::{name}")]);
         if !ok {
@@ -1070,6 +1047,20 @@ fn notification_drift(dir: &Path) -> Vec<String> {
                 "{name}: OBJECTS {:?} in code, {objects:?} in net-snmp's reading",
                 t.objects()
             ));
+        }
+        // Each object is one of the code's objects (the registry the varbinds are built
+        // from), whatever net-snmp says of it.
+        let unknown: Vec<&str> = t
+            .objects()
+            .iter()
+            .copied()
+            .filter(|o| !defs.iter().any(|d| d.name == *o))
+            .collect();
+        if !unknown.is_empty() {
+            out.push(format!(
+                "{name}: OBJECTS {unknown:?} are not in mib::object_defs()"
+            ));
+            continue;
         }
         // The varbinds sent: snmpTrapOID.0 = the notification's OID, then one instance of
         // each object, in order, never an object the agent serves for reading only.
@@ -1104,7 +1095,7 @@ fn code_and_mib_file_define_the_same_notifications() {
     let problems = notification_drift(&mib_dir());
     assert!(
         problems.is_empty(),
-        "src/mib/ and {MIB_FILE} disagree on notifications:\n  {}",
+        "agent::watch::DEFINITIONS and {MIB_FILE} disagree on notifications:\n  {}",
         problems.join("\n  ")
     );
     assert_eq!(
@@ -1113,12 +1104,20 @@ fn code_and_mib_file_define_the_same_notifications() {
     );
 }
 
-/// The notification drift check notices an object dropped from an OBJECTS clause and a
-/// notification renumbered in the MIB.
+/// The notification drift check notices an object dropped from an OBJECTS clause, a
+/// notification renumbered in the MIB, and one the MIB defines and the code does not.
 #[test]
 fn notification_drift_catches_changes() {
     let src = std::fs::read_to_string(repo().join(MIB_FILE)).unwrap();
+    let added = "memTypeAdded NOTIFICATION-TYPE\n    OBJECTS     { memTypeName }\n    \
+                 STATUS      current\n    DESCRIPTION \"Not defined in the code.\"\n    \
+                 ::= { memstatNotifications 7 }\n\n";
     let changed = src
+        .replacen(
+            "memNotificationsSuppressed NOTIFICATION-TYPE",
+            &format!("{added}memNotificationsSuppressed NOTIFICATION-TYPE"),
+            1,
+        )
         .replacen(
             "        memTypeFailures,\n        memNotifyFailureIncrease\n",
             "        memTypeFailures\n",
@@ -1140,5 +1139,9 @@ fn notification_drift_catches_changes() {
     assert!(
         joined.contains("memSourceRecovered: OID"),
         "a renumbered notification went unnoticed:\n{joined}"
+    );
+    assert!(
+        joined.contains("memTypeAdded is a NOTIFICATION-TYPE of the MIB text but not in the code"),
+        "a notification without a definition went unnoticed:\n{joined}"
     );
 }

@@ -308,7 +308,11 @@ const MAX_AGE: Duration = Duration::from_secs(1000 * 86_400);
 
 fn settings() -> AgentSettings {
     AgentSettings {
-        notify: WatchSettings::default(),
+        notify: WatchSettings::from(
+            &memstat_agentx::config::RawSettings::default()
+                .convert()
+                .unwrap(),
+        ),
         max_age: MAX_AGE,
         walk_window: Duration::from_secs(30),
     }

@@ -20,7 +20,7 @@ pub(crate) mod rows;
 pub(crate) mod scalars;
 pub(crate) mod store;
 pub(crate) mod walks;
-pub(crate) mod watch;
+pub mod watch;
 
 use crate::agentx::pdu::{
     Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,
@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use store::SnapshotStore;
 use walks::{Continuation, Leave, WalkPolicy, WalkTracker};
 pub use watch::WatchSettings;
-use watch::Watcher;
+use watch::{SourceChange, SourceRowChange, Watcher};
 
 /// The most notifications waiting for the session: a sample's cap and its summary, plus the
 /// source's own. The session takes them after every event, so this bound only keeps memory
@@ -220,31 +220,54 @@ impl Agent {
     /// The request waiting for the read gives up: it is answered from the last good
     /// snapshot, marked stale, while the read goes on.
     pub fn read_overdue(&mut self, now: Instant) {
-        let before = self.store.status();
+        let (before, lines) = self.source_statuses();
         self.store.read_overdue(now);
-        self.source_changed(before);
+        self.source_changed(before, &lines);
     }
 
-    /// memSourceStale or memSourceRecovered when a refresh changed memSourceStatus.
-    fn source_changed(&mut self, before: SourceStatus) {
+    /// The notifications due when a refresh changed memSourceStatus.
+    /// memSourceStale or memSourceRecovered for each source whose status a refresh changed;
+    /// for memSourceStatus alone when none did (a read overdue, or its late result).
+    fn source_changed(&mut self, before: SourceStatus, lines_before: &[SourceStatus]) {
         let after = self.store.status();
-        if !self.settings.notify.source || before == after {
-            return;
-        }
-        let source = self.store.source_name().to_string();
-        let n = match (before, after) {
-            (SourceStatus::Ok, SourceStatus::Stale) => Notification::SourceStale {
-                source,
-                error: self
-                    .store
-                    .last_error()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default(),
-            },
-            (SourceStatus::Stale, SourceStatus::Ok) => Notification::SourceRecovered { source },
-            _ => return,
+        let lines = self.store.source_lines();
+        let change = |row| SourceChange {
+            source: self.store.source_name(),
+            before,
+            after,
+            error: self.store.last_error(),
+            row,
         };
-        self.push_notification(n);
+        let mut due = Vec::new();
+        for (i, (line, was)) in lines.iter().zip(lines_before).enumerate() {
+            if line.status != *was {
+                let row = SourceRowChange {
+                    index: i as u32 + 1,
+                    name: &line.name,
+                    before: *was,
+                    after: line.status,
+                };
+                due.extend(watch::source_changed(
+                    &change(Some(row)),
+                    &self.settings.notify,
+                ));
+            }
+        }
+        if due.is_empty() && before != after {
+            due = watch::source_changed(&change(None), &self.settings.notify);
+        }
+        for n in due {
+            self.push_notification(n);
+        }
+    }
+
+    /// memSourceStatus and each source's, to compare with after a refresh.
+    fn source_statuses(&self) -> (SourceStatus, Vec<SourceStatus>) {
+        let lines = self.store.source_lines();
+        (
+            self.store.status(),
+            lines.iter().map(|l| l.status).collect(),
+        )
     }
 
     fn push_notification(&mut self, n: Notification) {
@@ -257,9 +280,9 @@ impl Agent {
 
     /// The read finished: a good one becomes the current view.
     pub fn read_finished(&mut self, read: impl Into<SourceRead>, now: Instant) {
-        let before = self.store.status();
+        let (before, lines) = self.source_statuses();
         self.install_read(read.into(), now);
-        self.source_changed(before);
+        self.source_changed(before, &lines);
     }
 
     fn install_read(&mut self, read: SourceRead, now: Instant) {

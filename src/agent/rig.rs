@@ -121,7 +121,7 @@ impl Rig {
     pub(super) fn with(max_age: Duration, walk_window: Duration, kernel: Kernel) -> Rig {
         let t0 = Instant::now();
         let settings = AgentSettings {
-            notify: super::WatchSettings::default(),
+            notify: super::WatchSettings::defaults(),
             max_age,
             walk_window,
         };

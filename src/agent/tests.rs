@@ -394,23 +394,29 @@ fn source_state_changes_queue_notifications() {
     r.agent.read_started(now);
     r.agent.read_finished(gone(), now);
     let n: Vec<_> = r.agent.take_notifications().into_iter().collect();
-    assert_eq!(
-        n,
-        [Notification::SourceStale {
-            source: "test".into(),
-            error: "gone".into()
-        }],
-        "one per change"
-    );
+    let stale = Notification::new(watch::SOURCE_STALE.kind, None)
+        .with_text("memSourceName", "test")
+        .with(
+            "memSourceStatus",
+            Value::Integer(SourceStatus::Stale as i32),
+        )
+        .with_text("memSourceLastError", "gone")
+        .also("memSrcName", 1, crate::mib::admin_string("test"))
+        .also(
+            "memSrcStatus",
+            1,
+            Value::Integer(SourceStatus::Stale as i32),
+        );
+    assert_eq!(n, [stale], "one per change");
     r.agent.read_started(now);
     r.agent.read_finished(r.kernel.types(), now);
     let n: Vec<_> = r.agent.take_notifications().into_iter().collect();
-    assert_eq!(
-        n,
-        [Notification::SourceRecovered {
-            source: "test".into()
-        }]
-    );
+    let recovered = Notification::new(watch::SOURCE_RECOVERED.kind, None)
+        .with_text("memSourceName", "test")
+        .with("memSourceStatus", Value::Integer(SourceStatus::Ok as i32))
+        .also("memSrcName", 1, crate::mib::admin_string("test"))
+        .also("memSrcStatus", 1, Value::Integer(SourceStatus::Ok as i32));
+    assert_eq!(n, [recovered]);
     // An overdue read makes the source stale too, and its late result recovers it.
     r.agent.read_started(now);
     r.agent.read_overdue(now + Duration::from_millis(800));
@@ -424,13 +430,12 @@ fn source_state_changes_queue_notifications() {
         .collect();
     assert_eq!(
         kinds,
-        [
-            mib::NotificationType::SourceStale,
-            mib::NotificationType::SourceRecovered
-        ]
+        [watch::SOURCE_STALE.kind, watch::SOURCE_RECOVERED.kind]
     );
     let mut off = r.agent.settings();
-    off.notify.source = false;
+    let mut raw = crate::config::RawSettings::default();
+    raw.set_arg("notify-source", "false".into());
+    off.notify = WatchSettings::from(&raw.convert().unwrap());
     r.agent.set_settings(off);
     r.agent.read_started(now);
     r.agent.read_finished(gone(), now);
@@ -567,5 +572,77 @@ fn a_probe_before_each_walk_does_not_pin_walks_to_its_snapshot() {
         r.get(&status),
         Value::Integer(2),
         "memSourceStatus stale(2)"
+    );
+}
+
+/// With several sources, memSourceStale and memSourceRecovered are sent per source, each
+/// followed by its row of memSourceTable, and memSourceStatus is ok only when all are.
+#[test]
+fn each_source_that_turns_stale_or_recovers_is_named() {
+    use crate::memstat::{Allocator, SourceData, SourceRead};
+    let t0 = Instant::now();
+    let settings = AgentSettings {
+        max_age: Duration::from_secs(5),
+        walk_window: Duration::from_secs(30),
+        notify: WatchSettings::defaults(),
+    };
+    let names = ["a".to_string(), "b".to_string()];
+    let mut agent = Agent::new(&names, StableIndexes::in_memory(), settings, t0);
+    let good = || Ok(SourceData::from(vec![MemoryType::new(Allocator::Uma, "z")]));
+    let bad = || {
+        Err(SourceError::Unavailable {
+            message: "b: gone".into(),
+        })
+    };
+    let read = |agent: &mut Agent, parts| {
+        agent.read_started(t0);
+        agent.read_finished(SourceRead { parts }, t0);
+        agent.take_notifications().into_iter().collect::<Vec<_>>()
+    };
+    assert!(read(&mut agent, vec![good(), good()]).is_empty());
+    let n = read(&mut agent, vec![good(), bad()]);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!(n[0].kind(), watch::SOURCE_STALE.kind);
+    assert_eq!(
+        n[0].value("memSourceName"),
+        Some(&crate::mib::admin_string("a,b"))
+    );
+    let b = ("memSrcName", 2, crate::mib::admin_string("b"));
+    assert_eq!(n[0].extra()[0], b, "names the source that failed");
+    // Still failing: no change, nothing sent; the first recovers too: one for it alone.
+    assert!(read(&mut agent, vec![good(), bad()]).is_empty());
+    let n = read(&mut agent, vec![bad(), good()]);
+    let kinds: Vec<_> = n.iter().map(|n| (n.kind(), n.extra()[0].1)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (watch::SOURCE_STALE.kind, 1),
+            (watch::SOURCE_RECOVERED.kind, 2)
+        ]
+    );
+    // memSourceStatus stays stale while one source is.
+    assert_eq!(
+        n[1].value("memSourceStatus"),
+        Some(&Value::Integer(SourceStatus::Stale as i32))
+    );
+    let n = read(&mut agent, vec![good(), good()]);
+    assert_eq!(n.len(), 1);
+    assert_eq!(
+        n[0].value("memSourceStatus"),
+        Some(&Value::Integer(SourceStatus::Ok as i32))
+    );
+    // The wire: memSrcName.1 and memSrcStatus.1 after the OBJECTS clause's varbinds.
+    let vbs = crate::mib::notification_varbinds(&n[0]);
+    let tail: Vec<Vec<u32>> = vbs[vbs.len() - 2..]
+        .iter()
+        .map(|v| v.name.0.clone())
+        .collect();
+    let root = crate::mib::MEMSTAT_MIB_ROOT;
+    assert_eq!(
+        tail,
+        [
+            [root, &[1, 1, 12, 1, 2, 1]].concat(),
+            [root, &[1, 1, 12, 1, 3, 1]].concat()
+        ]
     );
 }

@@ -123,6 +123,10 @@ fn g64(v: Option<u64>) -> Option<Value> {
 }
 
 /// An SnmpAdminString: UTF-8 of at most 255 octets, cut on a character boundary.
+pub(crate) fn admin_string(s: &str) -> Value {
+    text(s)
+}
+
 fn text(s: &str) -> Value {
     let mut end = s.len().min(255);
     while !s.is_char_boundary(end) {

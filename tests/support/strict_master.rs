@@ -572,6 +572,17 @@ impl Model {
         for (i, x) in scalars.into_iter().enumerate() {
             e.push((r(&[1, 1, i as u32 + 1, 0]), x));
         }
+        // memSourceTable, R.1.1.12.1.col.1: the one source, read once and well.
+        let source: [Exp; 5] = [
+            Exp::Is(V::Str(source_name.as_bytes().to_vec())),
+            Exp::Is(V::Int(1)),
+            Exp::Is(V::Str(Vec::new())),
+            Exp::StrLen(11),
+            Exp::Is(V::G32(rows.len() as u32)),
+        ];
+        for (i, x) in source.into_iter().enumerate() {
+            e.push((r(&[1, 1, 12, 1, i as u32 + 2, 1]), x));
+        }
         // Ordinals: the n-th row with the same (allocator, name) gets n.
         let ordinals: Vec<u32> = rows
             .iter()
