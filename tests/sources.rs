@@ -382,3 +382,99 @@ fn after_user_a_replaced_file_that_cannot_be_opened_turns_stale() {
     );
     assert_eq!(source_status(port), ("1".to_string(), String::new()));
 }
+
+const SOURCE_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.1.12.1";
+
+/// Two sources at once through the real snmpd: the snapshot is their union; one failing keeps
+/// its last good rows, names itself in memSourceLastError and in its memSourceTable row, while
+/// the other's rows stay fresh; both read again, all is ok.
+#[test]
+fn several_sources_are_served_together_and_each_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let slab = dir.path().join("slabinfo");
+    write_slabinfo(&slab, 3000);
+    let fixture = dir.path().join("extra.json");
+    let mut types = sample_types();
+    types.truncate(1);
+    types[0].allocs = Some(7);
+    write_fixture(&fixture, types.clone());
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let port = snmpd.port;
+    let state = dir.path().join("state").display().to_string();
+    let src = format!("linux:{},fixture:{}", slab.display(), fixture.display());
+    let daemon = Daemon::start(
+        &snmpd,
+        &["--source", &src, "--state-dir", &state, "--max-age", "0.1"],
+    );
+    let names = || -> Vec<String> {
+        bulkwalk(port, &format!("{TYPE_ENTRY}.2"), &[])
+            .into_iter()
+            .map(|l| l.value)
+            .collect()
+    };
+    eventually(
+        port,
+        "both read",
+        &daemon,
+        Duration::from_millis(100),
+        || names().len() == 2,
+    );
+    assert_eq!(names(), ["kmalloc-64", types[0].name.as_str()]);
+    let name = get(port, &[".1.3.6.1.4.1.32473.1.1.1.7.0"]);
+    assert_eq!(name[0].value, src, "memSourceName lists both");
+    let rows = bulkwalk(port, SOURCE_ENTRY, &[]);
+    let col = |c: u32, i: u32| {
+        rows.iter()
+            .find(|l| l.oid == format!("{SOURCE_ENTRY}.{c}.{i}"))
+            .map(|l| l.value.clone())
+    };
+    assert_eq!(col(2, 1), Some(format!("linux:{}", slab.display())));
+    assert_eq!(col(2, 2), Some(format!("fixture:{}", fixture.display())));
+    assert_eq!((col(3, 1), col(3, 2)), (Some("1".into()), Some("1".into())));
+    assert_eq!((col(6, 1), col(6, 2)), (Some("1".into()), Some("1".into())));
+
+    // The fixture breaks; the slab file moves on.
+    std::fs::write(&fixture, "{ not json").unwrap();
+    write_slabinfo(&slab, 4000);
+    let in_use = || get(port, &[&format!("{TYPE_ENTRY}.9.1")])[0].value.clone();
+    eventually(
+        port,
+        "one stale",
+        &daemon,
+        Duration::from_millis(100),
+        || source_status(port).0 == "2",
+    );
+    let (_, err) = source_status(port);
+    assert!(
+        err.contains("extra.json") && err.contains("line 1"),
+        "{err}"
+    );
+    eventually(
+        port,
+        "the other fresh",
+        &daemon,
+        Duration::from_millis(100),
+        || in_use() == "4000",
+    );
+    let rows = bulkwalk(port, SOURCE_ENTRY, &[]);
+    let col = |c: u32, i: u32| {
+        rows.iter()
+            .find(|l| l.oid == format!("{SOURCE_ENTRY}.{c}.{i}"))
+            .map(|l| l.value.clone())
+    };
+    assert_eq!((col(3, 1), col(3, 2)), (Some("1".into()), Some("2".into())));
+    assert!(col(4, 2).unwrap().contains("extra.json"), "{rows:?}");
+    assert_eq!(col(4, 1), Some(String::new()));
+    assert_eq!(
+        names().len(),
+        2,
+        "the failing source's last good rows are served"
+    );
+    let allocs = get(port, &[&format!("{TYPE_ENTRY}.13.2")]);
+    assert_eq!(allocs[0].value, "7");
+
+    write_fixture(&fixture, types);
+    eventually(port, "all ok", &daemon, Duration::from_millis(100), || {
+        source_status(port).0 == "1"
+    });
+}
