@@ -506,7 +506,7 @@ fn check_config_says_what_auto_reads_here() {
     );
     let here: Vec<&str> = SOURCES
         .iter()
-        .filter(|d| d.auto_on == Some(std::env::consts::OS))
+        .filter(|d| d.auto_on.is_some_and(|os| os.is_this_one()))
         .map(|d| d.name)
         .collect();
     if !out.status.success() {

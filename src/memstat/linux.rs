@@ -9,7 +9,7 @@
 
 use super::display::{display_name, opt};
 use super::error::{file_error, open_regular};
-use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
+use super::source_def::{Fills, Opening, Os, PathRule, Reading, SourceDef};
 use super::AllocatorDef;
 use super::{Allocator, MemoryType, SourceData, SourceError};
 use std::fmt::Write as _;
@@ -26,7 +26,7 @@ pub const SOURCE: SourceDef = SourceDef {
     name: "linux",
     summary: "the Linux kernel's slab caches (/proc/slabinfo, or PATH in its format)",
     path: PathRule::Default(SLABINFO),
-    auto_on: Some("linux"),
+    auto_on: Some(Os::Linux),
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[Allocator::Slab]),
     groups: &[],

@@ -12,7 +12,7 @@
 
 use super::error::SourceError;
 use super::source_def::Reading;
-pub use super::source_def::{FigureGroup, FigureObject, Fills, Opening, PathRule, SourceDef};
+pub use super::source_def::{FigureGroup, FigureObject, Fills, Opening, Os, PathRule, SourceDef};
 use super::{fixture, linux, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
 use std::fmt;
 use std::path::PathBuf;
@@ -45,7 +45,7 @@ pub fn help_text() -> String {
     for d in SOURCES {
         let auto = d
             .auto_on
-            .map(|os| format!(" (auto on {os})"))
+            .map(|os| format!(" (auto on {})", os.name()))
             .unwrap_or_default();
         out.push_str(&format!("  {:<16} {}{auto}\n", usage(d), d.summary));
     }
@@ -127,7 +127,7 @@ impl SourceChoice {
             SourceChoice::Auto => {
                 let here: Vec<SourceSpec> = SOURCES
                     .iter()
-                    .filter(|d| d.auto_on.is_some_and(|os| os == std::env::consts::OS))
+                    .filter(|d| d.auto_on.is_some_and(Os::is_this_one))
                     .map(|d| SourceSpec::default_of(d))
                     .collect();
                 if here.is_empty() {

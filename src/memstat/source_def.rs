@@ -16,8 +16,8 @@ pub struct SourceDef {
     /// One line for `--help` and the man page.
     pub summary: &'static str,
     pub path: PathRule,
-    /// The operating system whose `auto` includes it (`target_os`), if any.
-    pub auto_on: Option<&'static str>,
+    /// The operating system whose `auto` includes it, if any.
+    pub auto_on: Option<Os>,
     pub opening: Opening,
     pub fills: Fills,
     /// The groups of scalars its kernel-wide figures fill, if it reads any.
@@ -42,6 +42,28 @@ impl Eq for SourceDef {}
 
 /// How a source opens: with the path of its entry, where it has one.
 pub(crate) type OpenFn = fn(Option<&Path>) -> Result<Box<dyn Reading>, SourceError>;
+
+/// An operating system a source's `auto` may belong to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    FreeBsd,
+}
+
+impl Os {
+    /// Its name as `std::env::consts::OS` and `target_os` write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::FreeBsd => "freebsd",
+        }
+    }
+
+    /// True on the operating system this was built for.
+    pub fn is_this_one(self) -> bool {
+        self.name() == std::env::consts::OS
+    }
+}
 
 /// Whether an entry names a file after its source's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -45,7 +45,7 @@ fn parses_entries_and_lists_from_the_registry() {
 fn auto_is_every_source_the_registry_names_for_this_platform() {
     let want: Vec<&str> = SOURCES
         .iter()
-        .filter(|d| d.auto_on == Some(std::env::consts::OS))
+        .filter(|d| d.auto_on.is_some_and(Os::is_this_one))
         .map(|d| d.name)
         .collect();
     match SourceChoice::Auto.resolve() {

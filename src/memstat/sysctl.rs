@@ -7,7 +7,7 @@
 //!
 //! The byte-level helpers both stream parsers share live in [`super::stream`].
 
-use super::source_def::{Fills, Opening, PathRule, Reading, SourceDef};
+use super::source_def::{Fills, Opening, Os, PathRule, Reading, SourceDef};
 use super::{malloc, uma, MemoryType, Snapshot, SourceData, SourceError};
 use std::path::Path;
 
@@ -17,7 +17,7 @@ pub(crate) const SOURCE: SourceDef = SourceDef {
     name: "freebsd",
     summary: "the FreeBSD kernel's malloc types and UMA zones (kern.malloc_stats, vm.zone_stats)",
     path: PathRule::None,
-    auto_on: Some("freebsd"),
+    auto_on: Some(Os::FreeBsd),
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[malloc::ALLOCATOR.allocator, uma::ALLOCATOR.allocator]),
     groups: &[],
