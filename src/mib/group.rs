@@ -27,9 +27,36 @@ impl Suffix {
         Suffix([a, b], 2)
     }
 
-    pub(crate) fn as_slice(&self) -> &[u32] {
-        &self.0[..usize::from(self.1)]
+    /// The suffix as one integer that sorts as the suffixes of one length do, so that a
+    /// column's search compares integers: the instance order of a one-index table is its
+    /// index's, of a two-index table the first index's, then the second's.
+    fn key(&self) -> u64 {
+        match self.1 {
+            1 => u64::from(self.0[0]),
+            _ => u64::from(self.0[0]) << 32 | u64::from(self.0[1]),
+        }
     }
+}
+
+/// Where the instances after `s` start, among suffixes of `arity` sub-identifiers sorted by
+/// [`Suffix::key`]: the key to compare with, and whether an instance whose key equals it is
+/// still before `s` (`true`) or after it. Lexicographic OID order: a suffix that is a prefix
+/// of `s` is before it, one that `s` is a prefix of is after it.
+#[inline(always)]
+fn search_key(s: &[u32], arity: u8, include: bool) -> (u64, bool) {
+    let at = |i: usize| u64::from(s.get(i).copied().unwrap_or(0));
+    let key = match arity {
+        1 => at(0),
+        _ => at(0) << 32 | at(1),
+    };
+    let equal_is_before = match s.len().cmp(&usize::from(arity)) {
+        // `s` is longer: an instance equal on the common part is a prefix of it.
+        Ordering::Greater => true,
+        // `s` is shorter (or empty): an instance that starts with it comes after it.
+        Ordering::Less => false,
+        Ordering::Equal => !include,
+    };
+    (key, equal_is_before)
 }
 
 /// How a group's objects are arranged under its node.
@@ -135,12 +162,22 @@ impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
     }
 
     fn lay_out(&self, ctx: &C) -> Laid<C> {
-        let mut rows = (self.rows)(ctx);
-        // A stable sort, then one pass that keeps the first of a suffix listed twice (a CPU
-        // a source lists twice for one type): Get and GetNext then agree on which.
-        rows.sort_by(|a, b| a.0.as_slice().cmp(b.0.as_slice()));
+        let rows = (self.rows)(ctx);
+        let arity = rows.first().map_or(1, |r| r.0 .1);
+        debug_assert!(
+            rows.iter().all(|r| r.0 .1 == arity),
+            "{}: one index length",
+            self.name
+        );
+        let mut rows: Vec<(u64, R)> = rows.into_iter().map(|(s, r)| (s.key(), r)).collect();
+        // A stable sort (skipped when the rows come in order, as memTypeTable's do), then one
+        // pass that keeps the first of a suffix listed twice (a CPU a source lists twice for
+        // one type): Get and GetNext then agree on which.
+        if !rows.windows(2).all(|w| w[0].0 <= w[1].0) {
+            rows.sort_by_key(|r| r.0);
+        }
         rows.dedup_by(|later, earlier| later.0 == earlier.0);
-        let (suffixes, rows): (Vec<Suffix>, Vec<R>) = rows.into_iter().unzip();
+        let (keys, rows): (Vec<u64>, Vec<R>) = rows.into_iter().unzip();
         let present = self
             .columns
             .iter()
@@ -151,7 +188,8 @@ impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
             })
             .collect();
         Laid {
-            suffixes,
+            keys,
+            arity,
             present,
             cells: Box::new(Cells {
                 columns: self.columns,
@@ -161,27 +199,60 @@ impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
     }
 }
 
-/// One group laid out over a context: its rows' suffixes in order, per column the rows whose
-/// cell is present, and the cells themselves.
+/// One group laid out over a context: its rows' suffixes in order (as [`Suffix::key`]s, all
+/// of `arity` sub-identifiers), per column the rows whose cell is present, and the cells
+/// themselves.
 pub(crate) struct Laid<C> {
-    suffixes: Vec<Suffix>,
+    keys: Vec<u64>,
+    arity: u8,
     present: Vec<Vec<u32>>,
     cells: Box<dyn CellValues<C>>,
 }
 
 impl<C> Laid<C> {
-    /// A group laid out by hand: `suffixes` in order, per column the rows whose cell is
-    /// present, and the cells.
+    /// A group laid out by hand: `suffixes` in order, all of one length, per column the rows
+    /// whose cell is present, and the cells.
     pub(crate) fn new(
         suffixes: Vec<Suffix>,
         present: Vec<Vec<u32>>,
         cells: Box<dyn CellValues<C>>,
     ) -> Laid<C> {
         Laid {
-            suffixes,
+            arity: suffixes.first().map_or(1, |s| s.1),
+            keys: suffixes.iter().map(Suffix::key).collect(),
             present,
             cells,
         }
+    }
+
+    /// The position, among `column`'s present cells, of the first one after `s` (or at it,
+    /// with `include`). A binary search that branches: a walk asks for neighbouring
+    /// instances one after another, whose searches take the same turns but the last few, so
+    /// the branches are predicted and the steps overlap; a branch-free search waits for each
+    /// step's two loads (the present row, then its key) before the next.
+    #[inline(always)]
+    fn first_after(&self, column: usize, s: &[u32], include: bool) -> usize {
+        let (key, equal_is_before) = search_key(s, self.arity, include);
+        let present = &self.present[column];
+        // The instances before `s` are those whose key is below `bound`.
+        let bound = match key.checked_add(u64::from(equal_is_before)) {
+            Some(b) => b,
+            None => return present.len(),
+        };
+        // A column with every cell present (most are) lists every row: its position among
+        // the present cells is the row's, and the keys are searched alone.
+        let dense = present.len() == self.keys.len();
+        let (mut lo, mut hi) = (0, present.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let row = if dense { mid } else { present[mid] as usize };
+            if self.keys[row] < bound {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 }
 
@@ -294,12 +365,16 @@ impl<C: 'static> View<C> {
     }
 
     /// The position of the present cell with this suffix among its column's present cells.
+    #[inline]
     fn present_at(&self, col: &ServedColumn, suffix: &[u32]) -> Option<usize> {
         let laid = &self.laid[col.group];
-        let present = &laid.present[col.column];
-        let i = present.partition_point(|&p| laid.suffixes[p as usize].as_slice() < suffix);
-        let &p = present.get(i)?;
-        (laid.suffixes[p as usize].as_slice() == suffix).then_some(i)
+        if suffix.len() != usize::from(laid.arity) {
+            return None;
+        }
+        let i = laid.first_after(col.column, suffix, true);
+        let &p = laid.present[col.column].get(i)?;
+        let (key, _) = search_key(suffix, laid.arity, true);
+        (laid.keys[p as usize] == key).then_some(i)
     }
 
     /// Answers a Get: the value, noSuchObject (no such object here) or noSuchInstance (the
@@ -338,10 +413,20 @@ impl<C: 'static> View<C> {
             let after = start
                 .starts_with(&col.prefix)
                 .then(|| &start[col.prefix.len()..]);
-            if let Some((at, suffix, value)) = self.next_in(col, after, include) {
-                let mut oid = Vec::with_capacity(col.prefix.len() + suffix.as_slice().len());
+            let laid = &self.laid[col.group];
+            if let Some((at, p)) = self.next_in(laid, col, after, include) {
+                // Absent cells are not in the present lists, so a value is always there.
+                let value = laid.cells.value(&self.ctx, col.column, p)?;
+                let key = laid.keys[p as usize];
+                let mut oid = Vec::with_capacity(col.prefix.len() + 2);
                 oid.extend_from_slice(&col.prefix);
-                oid.extend_from_slice(suffix.as_slice());
+                // The suffix straight from its key: no tuple of it and the value goes
+                // through the stack (unaligned, it stalled the store forwarding).
+                if laid.arity == 1 {
+                    oid.push(key as u32);
+                } else {
+                    oid.extend_from_slice(&[(key >> 32) as u32, key as u32]);
+                }
                 if !end.is_empty() && oid.as_slice() >= end {
                     return None;
                 }
@@ -361,27 +446,20 @@ impl<C: 'static> View<C> {
 
     /// The first present cell of `col` whose suffix is after `after` (or equal, with
     /// `include`); every cell when `after` is `None`. Returns its position among the
-    /// column's present cells, its suffix and its value.
+    /// column's present cells and its row.
+    #[inline]
     fn next_in(
         &self,
+        laid: &Laid<C>,
         col: &ServedColumn,
         after: Option<&[u32]>,
         include: bool,
-    ) -> Option<(u32, Suffix, Value)> {
-        let laid = &self.laid[col.group];
-        let present = &laid.present[col.column];
+    ) -> Option<(u32, u32)> {
         let i = match after {
             None => 0,
-            Some(s) => {
-                present.partition_point(|&p| match laid.suffixes[p as usize].as_slice().cmp(s) {
-                    Ordering::Less => true,
-                    Ordering::Equal => !include,
-                    Ordering::Greater => false,
-                })
-            }
+            Some(s) => laid.first_after(col.column, s, include),
         };
-        let &p = present.get(i)?;
-        let v = laid.cells.value(&self.ctx, col.column, p)?;
-        Some((i as u32, laid.suffixes[p as usize], v))
+        let &p = laid.present[col.column].get(i)?;
+        Some((i as u32, p))
     }
 }

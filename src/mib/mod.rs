@@ -196,10 +196,6 @@ impl StatusView {
         StatusView(View::new(status, STATUS_GROUPS, status_columns()))
     }
 
-    pub fn status(&self) -> &DaemonStatus {
-        self.0.context()
-    }
-
     /// Answers a Get of an OID for which [`is_status`] holds.
     pub fn get(&self, oid: &[u32]) -> Value {
         self.0.get(oid)

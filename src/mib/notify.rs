@@ -113,7 +113,8 @@ impl Notification {
     }
 
     /// The varbinds it carries after the OBJECTS clause's.
-    pub fn extra(&self) -> &[(&'static str, u32, Value)] {
+    #[cfg(test)]
+    pub(crate) fn extra(&self) -> &[(&'static str, u32, Value)] {
         &self.extra
     }
 
