@@ -12,9 +12,9 @@
 //! command line: option `--user`: no such user: "nobdy"
 //! ```
 
-use crate::agentx::session::MasterAddr;
 use crate::boundedfile::{self, FileError};
 pub use crate::logging::{LogLevel, LogTarget};
+use crate::master_addr::MasterAddr;
 use crate::memstat::SourceChoice;
 use crate::privdrop::{self, Account};
 use std::collections::BTreeMap;

@@ -18,6 +18,7 @@ pub(crate) mod boundedfile;
 pub mod config;
 pub mod index;
 pub mod logging;
+pub mod master_addr;
 pub mod memstat;
 pub mod mib;
 pub mod oid;

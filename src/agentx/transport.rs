@@ -11,63 +11,14 @@
 //! Framing lives here too: [`FrameReader`] turns the byte stream into whole PDUs.
 
 use super::pdu::{DecodeError, Header, Pdu, HEADER_LEN};
+pub use crate::master_addr::MasterAddr;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::io::{AsRawFd, RawFd};
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
-
-/// Where the master listens.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MasterAddr {
-    Unix(PathBuf),
-    Tcp(String),
-}
-
-impl FromStr for MasterAddr {
-    type Err = String;
-
-    /// An absolute path, `unix:PATH` or `tcp:HOST:PORT` (HOST may be `[v6]`; PORT 1 to 65535).
-    /// The one parser of master addresses: the configuration calls it too.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        const FORMS: &str = "use an absolute path, unix:PATH or tcp:HOST:PORT";
-        if let Some(hp) = s.strip_prefix("tcp:") {
-            let Some((host, port)) = hp.rsplit_once(':') else {
-                return Err(format!("{s:?} has no port; {FORMS}"));
-            };
-            if host.is_empty() || host == "[]" {
-                return Err(format!("{s:?} has an empty host; {FORMS}"));
-            }
-            return match port.parse::<u16>() {
-                Ok(p) if p > 0 => Ok(MasterAddr::Tcp(hp.to_string())),
-                _ => Err(format!(
-                    "{s:?}: port {port:?} is not a number from 1 to 65535"
-                )),
-            };
-        }
-        let path = s.strip_prefix("unix:").unwrap_or(s);
-        if path.starts_with('/') {
-            Ok(MasterAddr::Unix(path.into()))
-        } else if path.is_empty() {
-            Err(format!("{s:?} has an empty path; {FORMS}"))
-        } else {
-            Err(format!("{s:?} is not an absolute path; {FORMS}"))
-        }
-    }
-}
-
-impl fmt::Display for MasterAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MasterAddr::Unix(p) => write!(f, "unix:{}", p.display()),
-            MasterAddr::Tcp(hp) => write!(f, "tcp:{hp}"),
-        }
-    }
-}
 
 /// A connected, non-blocking stream socket.
 enum Socket {
@@ -311,24 +262,6 @@ impl FrameReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn master_addresses() {
-        assert_eq!(
-            "/var/agentx/master".parse::<MasterAddr>().unwrap(),
-            MasterAddr::Unix("/var/agentx/master".into())
-        );
-        assert_eq!(
-            "unix:/x".parse::<MasterAddr>().unwrap(),
-            MasterAddr::Unix("/x".into())
-        );
-        assert_eq!(
-            "tcp:127.0.0.1:705".parse::<MasterAddr>().unwrap(),
-            MasterAddr::Tcp("127.0.0.1:705".into())
-        );
-        assert!("tcp:127.0.0.1".parse::<MasterAddr>().is_err());
-        assert!("tcp:host:99999".parse::<MasterAddr>().is_err());
-    }
 
     #[tokio::test(flavor = "current_thread")]
     async fn reads_and_writes_through_a_unix_socket() {
