@@ -54,10 +54,10 @@ pub struct SourceLine {
     pub types: Option<u64>,
 }
 
-type Scalar = Column<DaemonStatus, ()>;
+type Scalar = Column<DaemonStatus>;
 
 /// The scalars of memstatDaemon.
-pub(crate) static SCALARS: GroupDef<DaemonStatus, ()> = GroupDef {
+pub(crate) static SCALARS: GroupDef<DaemonStatus> = GroupDef {
     name: "memstatDaemon",
     node: &[DAEMON],
     shape: Shape::Scalars,
@@ -135,17 +135,18 @@ pub(crate) static SCALARS: GroupDef<DaemonStatus, ()> = GroupDef {
             value: |d, _| Some(Value::Counter64(d.notifications_dropped)),
         },
     ],
-    rows: |_| vec![(Suffix::one(0), ())],
+    rows: |_| vec![(Suffix::one(0), 0)],
 };
 
-type SourceColumn = Column<DaemonStatus, usize>;
+type SourceColumn = Column<DaemonStatus>;
 
-fn line(d: &DaemonStatus, i: usize) -> &SourceLine {
-    &d.sources[i]
+/// The source whose row has handle `i` (its position in `sources`).
+fn line(d: &DaemonStatus, i: u64) -> &SourceLine {
+    &d.sources[i as usize]
 }
 
 /// memSourceTable: a row per source, memSrcIndex 1.. in the order of the `source` setting.
-pub(crate) static SOURCE_TABLE: GroupDef<DaemonStatus, usize> = GroupDef {
+pub(crate) static SOURCE_TABLE: GroupDef<DaemonStatus> = GroupDef {
     name: "memSourceTable",
     node: &[DAEMON, 12],
     shape: Shape::Table {
@@ -157,25 +158,25 @@ pub(crate) static SOURCE_TABLE: GroupDef<DaemonStatus, usize> = GroupDef {
             sub: 2,
             name: "memSrcName",
             syntax: Syntax::OctetString,
-            value: |d, &i| Some(text(&line(d, i).name)),
+            value: |d, i| Some(text(&line(d, i).name)),
         },
         SourceColumn {
             sub: 3,
             name: "memSrcStatus",
             syntax: Syntax::Integer,
-            value: |d, &i| Some(Value::Integer(line(d, i).status as i32)),
+            value: |d, i| Some(Value::Integer(line(d, i).status as i32)),
         },
         SourceColumn {
             sub: 4,
             name: "memSrcLastError",
             syntax: Syntax::OctetString,
-            value: |d, &i| Some(text(&line(d, i).last_error)),
+            value: |d, i| Some(text(&line(d, i).last_error)),
         },
         SourceColumn {
             sub: 5,
             name: "memSrcLastGoodRead",
             syntax: Syntax::OctetString,
-            value: |d, &i| {
+            value: |d, i| {
                 line(d, i)
                     .last_good_ms
                     .map(|ms| Value::OctetString(date_and_time(ms).to_vec()))
@@ -185,7 +186,7 @@ pub(crate) static SOURCE_TABLE: GroupDef<DaemonStatus, usize> = GroupDef {
             sub: 6,
             name: "memSrcTypes",
             syntax: Syntax::Gauge32,
-            value: |d, &i| {
+            value: |d, i| {
                 line(d, i)
                     .types
                     .map(|n| Value::Gauge32(n.min(u64::from(u32::MAX)) as u32))
@@ -194,7 +195,7 @@ pub(crate) static SOURCE_TABLE: GroupDef<DaemonStatus, usize> = GroupDef {
     ],
     rows: |d| {
         (0..d.sources.len())
-            .map(|i| (Suffix::one(i as u32 + 1), i))
+            .map(|i| (Suffix::one(i as u32 + 1), i as u64))
             .collect()
     },
 };

@@ -73,26 +73,29 @@ pub(crate) enum Shape {
 }
 
 /// One column of a table, or one scalar of a group: served read-only.
-pub(crate) struct Column<C: 'static, R: 'static> {
+pub(crate) struct Column<C: 'static> {
     pub(crate) sub: u32,
     pub(crate) name: &'static str,
     pub(crate) syntax: Syntax,
-    /// The cell of a row; `None` is an absent cell (noSuchInstance, skipped by GetNext).
-    pub(crate) value: fn(&C, &R) -> Option<Value>,
+    /// The cell of a row, given the row's handle; `None` is an absent cell (noSuchInstance,
+    /// skipped by GetNext).
+    pub(crate) value: fn(&C, u64) -> Option<Value>,
 }
 
 /// A table or a group of scalars, filled from a context `C` (a laid-out snapshot, or the
-/// daemon's status) through rows of type `R`.
-pub(crate) struct GroupDef<C: 'static, R: 'static> {
+/// daemon's status). A row is a handle, a plain integer that the group's own functions
+/// read the context with (a position, or two packed): so a cell's value is one call of its
+/// column's function, with nothing to look up in between.
+pub(crate) struct GroupDef<C: 'static> {
     /// The table's name, or the scalars' group's.
     pub(crate) name: &'static str,
     /// Its node, below memstatObjects.
     pub(crate) node: &'static [u32],
     pub(crate) shape: Shape,
-    pub(crate) columns: &'static [Column<C, R>],
+    pub(crate) columns: &'static [Column<C>],
     /// The rows of a context, each with its instance suffix (a scalar group has one row,
-    /// with suffix 0), in any order.
-    pub(crate) rows: fn(&C) -> Vec<(Suffix, R)>,
+    /// with suffix 0) and its handle, in any order.
+    pub(crate) rows: fn(&C) -> Vec<(Suffix, u64)>,
 }
 
 /// A group, whatever its row type: what a [`View`] and the object registry need of it.
@@ -104,7 +107,7 @@ pub(crate) trait Group<C>: Sync {
     fn lay_out(&self, ctx: &C) -> Laid<C>;
 }
 
-impl<C: 'static, R: Send + Sync + 'static> GroupDef<C, R> {
+impl<C: 'static> GroupDef<C> {
     fn node_oid(&self) -> Vec<u32> {
         let mut v = vec![OBJECTS];
         v.extend_from_slice(self.node);
@@ -121,7 +124,7 @@ impl<C: 'static, R: Send + Sync + 'static> GroupDef<C, R> {
     }
 }
 
-impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
+impl<C: 'static> Group<C> for GroupDef<C> {
     fn objects(&self, out: &mut Vec<ObjectDef>) {
         let def = |name, oid, syntax, access| ObjectDef {
             name,
@@ -169,7 +172,7 @@ impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
             "{}: one index length",
             self.name
         );
-        let mut rows: Vec<(u64, R)> = rows.into_iter().map(|(s, r)| (s.key(), r)).collect();
+        let mut rows: Vec<(u64, u64)> = rows.into_iter().map(|(s, r)| (s.key(), r)).collect();
         // A stable sort (skipped when the rows come in order, as memTypeTable's do), then one
         // pass that keeps the first of a suffix listed twice (a CPU a source lists twice for
         // one type): Get and GetNext then agree on which.
@@ -177,13 +180,13 @@ impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
             rows.sort_by_key(|r| r.0);
         }
         rows.dedup_by(|later, earlier| later.0 == earlier.0);
-        let (keys, rows): (Vec<u64>, Vec<R>) = rows.into_iter().unzip();
+        let (keys, handles): (Vec<u64>, Vec<u64>) = rows.into_iter().unzip();
         let present = self
             .columns
             .iter()
             .map(|c| {
-                (0..rows.len() as u32)
-                    .filter(|&p| (c.value)(ctx, &rows[p as usize]).is_some())
+                (0..handles.len() as u32)
+                    .filter(|&p| (c.value)(ctx, handles[p as usize]).is_some())
                     .collect()
             })
             .collect();
@@ -191,10 +194,8 @@ impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
             keys,
             arity,
             present,
-            cells: Box::new(Cells {
-                columns: self.columns,
-                rows,
-            }),
+            handles,
+            cells: Cells::Columns(self.columns),
         }
     }
 }
@@ -202,14 +203,24 @@ impl<C: 'static, R: Send + Sync + 'static> Group<C> for GroupDef<C, R> {
 /// One group laid out over a context: its rows' suffixes in order (as [`Suffix::key`]s, all
 /// of `arity` sub-identifiers), per column the rows whose cell is present, and the cells
 /// themselves.
-pub(crate) struct Laid<C> {
+pub(crate) struct Laid<C: 'static> {
     keys: Vec<u64>,
     arity: u8,
     present: Vec<Vec<u32>>,
-    cells: Box<dyn CellValues<C>>,
+    /// Each row's handle, for a group of columns.
+    handles: Vec<u64>,
+    cells: Cells<C>,
 }
 
-impl<C> Laid<C> {
+/// Where a laid-out group's values come from.
+enum Cells<C: 'static> {
+    /// A [`GroupDef`]'s columns, called with the row's handle.
+    Columns(&'static [Column<C>]),
+    /// A group that computes its cells itself.
+    Computed(Box<dyn CellValues<C>>),
+}
+
+impl<C: 'static> Laid<C> {
     /// A group laid out by hand: `suffixes` in order, all of one length, per column the rows
     /// whose cell is present, and the cells.
     pub(crate) fn new(
@@ -221,7 +232,17 @@ impl<C> Laid<C> {
             arity: suffixes.first().map_or(1, |s| s.1),
             keys: suffixes.iter().map(Suffix::key).collect(),
             present,
-            cells,
+            handles: Vec::new(),
+            cells: Cells::Computed(cells),
+        }
+    }
+
+    /// The cell of `column` in the row at `row`.
+    #[inline(always)]
+    fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value> {
+        match &self.cells {
+            Cells::Columns(columns) => (columns[column].value)(ctx, self.handles[row as usize]),
+            Cells::Computed(cells) => cells.value(ctx, column, row),
         }
     }
 
@@ -259,17 +280,6 @@ impl<C> Laid<C> {
 /// The values of a laid-out group's cells, whatever its row type.
 pub(crate) trait CellValues<C>: Send + Sync {
     fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value>;
-}
-
-struct Cells<C: 'static, R: 'static> {
-    columns: &'static [Column<C, R>],
-    rows: Vec<R>,
-}
-
-impl<C: 'static, R: Send + Sync + 'static> CellValues<C> for Cells<C, R> {
-    fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value> {
-        (self.columns[column].value)(ctx, &self.rows[row as usize])
-    }
 }
 
 /// A served column: its OID prefix (instances follow it), and where it is laid out.
@@ -388,7 +398,7 @@ impl<C: 'static> View<C> {
         self.present_at(col, suffix)
             .and_then(|i| {
                 let p = laid.present[col.column][i];
-                laid.cells.value(&self.ctx, col.column, p)
+                laid.value(&self.ctx, col.column, p)
             })
             .unwrap_or(Value::NoSuchInstance)
     }
@@ -416,7 +426,7 @@ impl<C: 'static> View<C> {
             let laid = &self.laid[col.group];
             if let Some((at, p)) = self.next_in(laid, col, after, include) {
                 // Absent cells are not in the present lists, so a value is always there.
-                let value = laid.cells.value(&self.ctx, col.column, p)?;
+                let value = laid.value(&self.ctx, col.column, p)?;
                 let key = laid.keys[p as usize];
                 let mut oid = Vec::with_capacity(col.prefix.len() + 2);
                 oid.extend_from_slice(&col.prefix);

@@ -227,7 +227,11 @@ impl MibView {
             })
             .collect();
         rows.sort_unstable_by_key(|r| r.index);
-        let ctx = SnapshotRows { snapshot, rows };
+        let ctx = SnapshotRows {
+            snapshot,
+            rows,
+            allocators: OnceLock::new(),
+        };
         MibView(View::new(ctx, snapshot_groups(), snapshot_columns()))
     }
 

@@ -5,7 +5,7 @@ use super::group::{Column, GroupDef, Shape, Suffix};
 use super::{g64, text, Syntax};
 use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
 use crate::value::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Where a served row stands: its stable index and its discontinuity time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +22,9 @@ pub struct Row {
 pub(crate) struct SnapshotRows {
     pub(crate) snapshot: Arc<Snapshot>,
     pub(crate) rows: Vec<Row>,
+    /// memAllocatorTable's rows, one per allocator of `Allocator::ALL`: worked out once,
+    /// when the view is laid out, and read by the table's handles.
+    pub(crate) allocators: OnceLock<Vec<AllocSummary>>,
 }
 
 impl SnapshotRows {
@@ -32,12 +35,11 @@ impl SnapshotRows {
     }
 }
 
-/// A row of memTypeTable: its position in [`SnapshotRows::rows`].
-type TypeRow = u32;
-type TypeColumn = Column<SnapshotRows, TypeRow>;
+/// memTypeTable's columns. A row's handle is its position in [`SnapshotRows::rows`].
+type TypeColumn = Column<SnapshotRows>;
 
-fn t<'a>(s: &'a SnapshotRows, p: &TypeRow) -> &'a MemoryType {
-    s.ty(*p).1
+fn t(s: &SnapshotRows, p: u64) -> &MemoryType {
+    s.ty(p as u32).1
 }
 
 fn mask(m: Option<u64>) -> Option<Value> {
@@ -45,7 +47,7 @@ fn mask(m: Option<u64>) -> Option<Value> {
 }
 
 /// memTypeTable (memTypeIndex, column 1, is not-accessible and has no cells).
-pub(crate) static TYPE_TABLE: GroupDef<SnapshotRows, TypeRow> = GroupDef {
+pub(crate) static TYPE_TABLE: GroupDef<SnapshotRows> = GroupDef {
     name: "memTypeTable",
     node: &[2],
     shape: Shape::Table {
@@ -189,27 +191,26 @@ pub(crate) static TYPE_TABLE: GroupDef<SnapshotRows, TypeRow> = GroupDef {
             sub: 24,
             name: "memTypeDiscontinuityTime",
             syntax: Syntax::TimeTicks,
-            value: |s, p| Some(Value::TimeTicks(s.ty(*p).0.discontinuity)),
+            value: |s, p| Some(Value::TimeTicks(s.ty(p as u32).0.discontinuity)),
         },
     ],
     rows: |s| {
         (0..s.rows.len() as u32)
-            .map(|p| (Suffix::one(s.rows[p as usize].index), p))
+            .map(|p| (Suffix::one(s.rows[p as usize].index), u64::from(p)))
             .collect()
     },
 };
 
-/// A row of memCpuTable: the type's position in [`SnapshotRows::rows`] and the CPU's in its
-/// `per_cpu`.
-type CpuRow = (u32, u32);
-type CpuColumn = Column<SnapshotRows, CpuRow>;
+/// memCpuTable's columns. A row's handle is the type's position in [`SnapshotRows::rows`]
+/// (high half) and the CPU's in its `per_cpu` (low half).
+type CpuColumn = Column<SnapshotRows>;
 
-fn c<'a>(s: &'a SnapshotRows, &(p, slot): &CpuRow) -> &'a PerCpu {
-    &s.ty(p).1.per_cpu[slot as usize]
+fn c(s: &SnapshotRows, h: u64) -> &PerCpu {
+    &s.ty((h >> 32) as u32).1.per_cpu[h as u32 as usize]
 }
 
 /// memCpuTable (memCpuIndex, column 1, is not-accessible), indexed by memTypeIndex and CPU.
-pub(crate) static CPU_TABLE: GroupDef<SnapshotRows, CpuRow> = GroupDef {
+pub(crate) static CPU_TABLE: GroupDef<SnapshotRows> = GroupDef {
     name: "memCpuTable",
     node: &[3],
     shape: Shape::Table {
@@ -259,7 +260,7 @@ pub(crate) static CPU_TABLE: GroupDef<SnapshotRows, CpuRow> = GroupDef {
         for (p, r) in s.rows.iter().enumerate() {
             let t = &s.snapshot.types[r.position as usize];
             for (slot, pc) in t.per_cpu.iter().enumerate() {
-                v.push((Suffix::two(r.index, pc.cpu), (p as u32, slot as u32)));
+                v.push((Suffix::two(r.index, pc.cpu), (p as u64) << 32 | slot as u64));
             }
         }
         v
@@ -281,11 +282,17 @@ fn add(acc: &mut Option<u64>, v: Option<u64>) {
     }
 }
 
-type AllocColumn = Column<SnapshotRows, AllocSummary>;
+/// memAllocatorTable's columns. A row's handle is its allocator's position in
+/// `Allocator::ALL` and in [`SnapshotRows::allocators`].
+type AllocColumn = Column<SnapshotRows>;
+
+fn a(s: &SnapshotRows, h: u64) -> Option<&AllocSummary> {
+    s.allocators.get()?.get(h as usize)
+}
 
 /// memAllocatorTable (memAllocatorType, column 1, is not-accessible): a row per allocator
 /// that has types.
-pub(crate) static ALLOCATOR_TABLE: GroupDef<SnapshotRows, AllocSummary> = GroupDef {
+pub(crate) static ALLOCATOR_TABLE: GroupDef<SnapshotRows> = GroupDef {
     name: "memAllocatorTable",
     node: &[4],
     shape: Shape::Table {
@@ -297,40 +304,54 @@ pub(crate) static ALLOCATOR_TABLE: GroupDef<SnapshotRows, AllocSummary> = GroupD
             sub: 2,
             name: "memAllocatorTypeCount",
             syntax: Syntax::Gauge32,
-            value: |_, a| Some(Value::Gauge32(a.types.min(u64::from(u32::MAX)) as u32)),
+            value: |s, h| {
+                Some(Value::Gauge32(
+                    a(s, h)?.types.min(u64::from(u32::MAX)) as u32
+                ))
+            },
         },
         AllocColumn {
             sub: 3,
             name: "memAllocatorInUseBytes",
             syntax: Syntax::Counter64,
-            value: |_, a| g64(a.in_use_bytes),
+            value: |s, h| g64(a(s, h)?.in_use_bytes),
         },
         AllocColumn {
             sub: 4,
             name: "memAllocatorFreeBytes",
             syntax: Syntax::Counter64,
-            value: |_, a| g64(a.free_bytes),
+            value: |s, h| g64(a(s, h)?.free_bytes),
         },
         AllocColumn {
             sub: 5,
             name: "memAllocatorFailures",
             syntax: Syntax::Counter64,
-            value: |_, a| g64(a.failures),
+            value: |s, h| g64(a(s, h)?.failures),
         },
     ],
     rows: |s| {
+        let sums = s.allocators.get_or_init(|| {
+            Allocator::ALL
+                .into_iter()
+                .map(|a| {
+                    let mut sum = AllocSummary::default();
+                    for t in s.snapshot.types.iter().filter(|t| t.allocator == a) {
+                        sum.types += 1;
+                        add(&mut sum.in_use_bytes, t.in_use_bytes);
+                        add(&mut sum.free_bytes, t.free_bytes());
+                        add(&mut sum.failures, t.failures);
+                    }
+                    sum
+                })
+                .collect()
+        });
+        // A row per allocator that has types.
         Allocator::ALL
             .into_iter()
-            .filter_map(|a| {
-                let mut sum = AllocSummary::default();
-                for t in s.snapshot.types.iter().filter(|t| t.allocator == a) {
-                    sum.types += 1;
-                    add(&mut sum.in_use_bytes, t.in_use_bytes);
-                    add(&mut sum.free_bytes, t.free_bytes());
-                    add(&mut sum.failures, t.failures);
-                }
-                (sum.types > 0).then_some((Suffix::one(a.number()), sum))
-            })
+            .zip(sums)
+            .enumerate()
+            .filter(|(_, (_, sum))| sum.types > 0)
+            .map(|(h, (a, _))| (Suffix::one(a.number()), h as u64))
             .collect()
     },
 };
