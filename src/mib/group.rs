@@ -98,7 +98,7 @@ pub(crate) struct GroupDef<C: 'static> {
     pub(crate) rows: fn(&C) -> Vec<(Suffix, u64)>,
 }
 
-/// A group, whatever its row type: what a [`View`] and the object registry need of it.
+/// A group, however it is defined: what a [`View`] and the object registry need of it.
 pub(crate) trait Group<C>: Sync {
     /// Its OBJECT-TYPEs, for the registry and the drift test.
     fn objects(&self, out: &mut Vec<ObjectDef>);
@@ -277,7 +277,7 @@ impl<C: 'static> Laid<C> {
     }
 }
 
-/// The values of a laid-out group's cells, whatever its row type.
+/// The values of the cells of a group that computes them itself (a source's figures).
 pub(crate) trait CellValues<C>: Send + Sync {
     fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value>;
 }
