@@ -385,6 +385,12 @@ fn after_user_a_replaced_file_that_cannot_be_opened_turns_stale() {
 
 const SOURCE_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.1.12.1";
 
+/// Column `c` of memSourceTable's row `i` in a walk of it.
+fn cell(rows: &[Line], c: u32, i: u32) -> Option<String> {
+    let oid = format!("{SOURCE_ENTRY}.{c}.{i}");
+    rows.iter().find(|l| l.oid == oid).map(|l| l.value.clone())
+}
+
 /// Two sources at once through the real snmpd: the snapshot is their union; one failing keeps
 /// its last good rows, names itself in memSourceLastError and in its memSourceTable row, while
 /// the other's rows stay fresh; both read again, all is ok.
@@ -423,11 +429,7 @@ fn several_sources_are_served_together_and_each_fails_alone() {
     let name = get(port, &[".1.3.6.1.4.1.32473.1.1.1.7.0"]);
     assert_eq!(name[0].value, src, "memSourceName lists both");
     let rows = bulkwalk(port, SOURCE_ENTRY, &[]);
-    let col = |c: u32, i: u32| {
-        rows.iter()
-            .find(|l| l.oid == format!("{SOURCE_ENTRY}.{c}.{i}"))
-            .map(|l| l.value.clone())
-    };
+    let col = |c: u32, i: u32| cell(&rows, c, i);
     assert_eq!(col(2, 1), Some(format!("linux:{}", slab.display())));
     assert_eq!(col(2, 2), Some(format!("fixture:{}", fixture.display())));
     assert_eq!((col(3, 1), col(3, 2)), (Some("1".into()), Some("1".into())));
@@ -457,11 +459,7 @@ fn several_sources_are_served_together_and_each_fails_alone() {
         || in_use() == "4000",
     );
     let rows = bulkwalk(port, SOURCE_ENTRY, &[]);
-    let col = |c: u32, i: u32| {
-        rows.iter()
-            .find(|l| l.oid == format!("{SOURCE_ENTRY}.{c}.{i}"))
-            .map(|l| l.value.clone())
-    };
+    let col = |c: u32, i: u32| cell(&rows, c, i);
     assert_eq!((col(3, 1), col(3, 2)), (Some("1".into()), Some("2".into())));
     assert!(col(4, 2).unwrap().contains("extra.json"), "{rows:?}");
     assert_eq!(col(4, 1), Some(String::new()));

@@ -257,11 +257,6 @@ impl Sources {
         Ok(Sources { opened })
     }
 
-    /// The sources, resolved (never `auto`).
-    pub fn specs(&self) -> Vec<SourceSpec> {
-        self.opened.iter().map(|o| o.spec.clone()).collect()
-    }
-
     /// The name of each source, in the order of the setting.
     pub fn names(&self) -> Vec<String> {
         self.opened.iter().map(|o| o.name.clone()).collect()
@@ -269,7 +264,7 @@ impl Sources {
 
     /// All of them, as memSourceName and the logs show them.
     pub fn name(&self) -> String {
-        names(&self.specs())
+        self.names().join(",")
     }
 
     /// Reads every source once.

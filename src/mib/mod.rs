@@ -122,12 +122,11 @@ fn g64(v: Option<u64>) -> Option<Value> {
     v.map(Value::Counter64)
 }
 
-/// An SnmpAdminString: UTF-8 of at most 255 octets, cut on a character boundary.
-pub(crate) fn admin_string(s: &str) -> Value {
-    text(s)
-}
+/// The SnmpAdminString value of `s`, for the rest of the crate.
+pub(crate) use self::text as admin_string;
 
-fn text(s: &str) -> Value {
+/// An SnmpAdminString: UTF-8 of at most 255 octets, cut on a character boundary.
+pub(crate) fn text(s: &str) -> Value {
     let mut end = s.len().min(255);
     while !s.is_char_boundary(end) {
         end -= 1;
