@@ -2,10 +2,8 @@
 //! [`DaemonStatus`] rather than from a snapshot (it describes the newest state, not the
 //! snapshot a walk is pinned to, and reading it never reads a source).
 
-use super::date_and_time::date_and_time;
-use super::group::{Column, GroupDef, Shape, Suffix};
-use super::{g64, text, Syntax, DAEMON};
-use crate::value::Value;
+use super::group::{Cell, Column, GroupDef, Shape, Suffix};
+use super::{g64, Syntax, DAEMON};
 
 /// memSourceStatus, and a source's memSrcStatus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,16 +64,13 @@ pub(crate) static SCALARS: GroupDef<DaemonStatus> = GroupDef {
             sub: 1,
             name: "memDaemonUptime",
             syntax: Syntax::TimeTicks,
-            value: |d, _| Some(Value::TimeTicks(d.uptime_ticks)),
+            value: |d, _| Some(Cell::TimeTicks(d.uptime_ticks)),
         },
         Scalar {
             sub: 2,
             name: "memSnapshotTime",
             syntax: Syntax::OctetString,
-            value: |d, _| {
-                d.snapshot_time_ms
-                    .map(|ms| Value::OctetString(date_and_time(ms).to_vec()))
-            },
+            value: |d, _| d.snapshot_time_ms.map(Cell::DateAndTime),
         },
         Scalar {
             sub: 3,
@@ -83,7 +78,7 @@ pub(crate) static SCALARS: GroupDef<DaemonStatus> = GroupDef {
             syntax: Syntax::Unsigned32,
             value: |d, _| {
                 d.snapshot_age_ms
-                    .map(|a| Value::Gauge32(a.min(u64::from(u32::MAX)) as u32))
+                    .map(|a| Cell::Gauge32(a.min(u64::from(u32::MAX)) as u32))
             },
         },
         Scalar {
@@ -96,43 +91,43 @@ pub(crate) static SCALARS: GroupDef<DaemonStatus> = GroupDef {
             sub: 5,
             name: "memRefreshCount",
             syntax: Syntax::Counter64,
-            value: |d, _| Some(Value::Counter64(d.refreshes)),
+            value: |d, _| Some(Cell::Counter64(d.refreshes)),
         },
         Scalar {
             sub: 6,
             name: "memRefreshFailures",
             syntax: Syntax::Counter64,
-            value: |d, _| Some(Value::Counter64(d.refresh_failures)),
+            value: |d, _| Some(Cell::Counter64(d.refresh_failures)),
         },
         Scalar {
             sub: 7,
             name: "memSourceName",
             syntax: Syntax::OctetString,
-            value: |d, _| Some(text(&d.source_name)),
+            value: |d, _| Some(Cell::Text(&d.source_name)),
         },
         Scalar {
             sub: 8,
             name: "memSourceStatus",
             syntax: Syntax::Integer,
-            value: |d, _| Some(Value::Integer(d.status as i32)),
+            value: |d, _| Some(Cell::Integer(d.status as i32)),
         },
         Scalar {
             sub: 9,
             name: "memSourceLastError",
             syntax: Syntax::OctetString,
-            value: |d, _| Some(text(&d.last_error)),
+            value: |d, _| Some(Cell::Text(&d.last_error)),
         },
         Scalar {
             sub: 10,
             name: "memNotificationsSent",
             syntax: Syntax::Counter64,
-            value: |d, _| Some(Value::Counter64(d.notifications_sent)),
+            value: |d, _| Some(Cell::Counter64(d.notifications_sent)),
         },
         Scalar {
             sub: 11,
             name: "memNotificationsDropped",
             syntax: Syntax::Counter64,
-            value: |d, _| Some(Value::Counter64(d.notifications_dropped)),
+            value: |d, _| Some(Cell::Counter64(d.notifications_dropped)),
         },
     ],
     rows: |_| vec![(Suffix::one(0), 0)],
@@ -158,29 +153,25 @@ pub(crate) static SOURCE_TABLE: GroupDef<DaemonStatus> = GroupDef {
             sub: 2,
             name: "memSrcName",
             syntax: Syntax::OctetString,
-            value: |d, i| Some(text(&line(d, i).name)),
+            value: |d, i| Some(Cell::Text(&line(d, i).name)),
         },
         SourceColumn {
             sub: 3,
             name: "memSrcStatus",
             syntax: Syntax::Integer,
-            value: |d, i| Some(Value::Integer(line(d, i).status as i32)),
+            value: |d, i| Some(Cell::Integer(line(d, i).status as i32)),
         },
         SourceColumn {
             sub: 4,
             name: "memSrcLastError",
             syntax: Syntax::OctetString,
-            value: |d, i| Some(text(&line(d, i).last_error)),
+            value: |d, i| Some(Cell::Text(&line(d, i).last_error)),
         },
         SourceColumn {
             sub: 5,
             name: "memSrcLastGoodRead",
             syntax: Syntax::OctetString,
-            value: |d, i| {
-                line(d, i)
-                    .last_good_ms
-                    .map(|ms| Value::OctetString(date_and_time(ms).to_vec()))
-            },
+            value: |d, i| line(d, i).last_good_ms.map(Cell::DateAndTime),
         },
         SourceColumn {
             sub: 6,
@@ -189,7 +180,7 @@ pub(crate) static SOURCE_TABLE: GroupDef<DaemonStatus> = GroupDef {
             value: |d, i| {
                 line(d, i)
                     .types
-                    .map(|n| Value::Gauge32(n.min(u64::from(u32::MAX)) as u32))
+                    .map(|n| Cell::Gauge32(n.min(u64::from(u32::MAX)) as u32))
             },
         },
     ],

@@ -2,11 +2,10 @@
 //! lists its groups (`FigureGroup`), and this one implementation serves all of them from a
 //! snapshot's figures, so that a new source of figures needs no code here.
 
-use super::group::{CellValues, Group, Laid, Suffix};
+use super::group::{Cell, CellValues, Group, Laid, Suffix};
 use super::types::SnapshotRows;
 use super::{root, Access, ObjectDef, Syntax, OBJECTS};
 use crate::memstat::source::FigureGroup;
-use crate::value::Value;
 
 /// A source's figure group, as a group of the MIB.
 pub(crate) struct FigureScalars(pub(crate) &'static FigureGroup);
@@ -58,12 +57,12 @@ impl Group<SnapshotRows> for FigureScalars {
 struct Figures(&'static FigureGroup);
 
 impl CellValues<SnapshotRows> for Figures {
-    fn value(&self, ctx: &SnapshotRows, column: usize, _: u32) -> Option<Value> {
+    fn value<'c>(&self, ctx: &'c SnapshotRows, column: usize, _: u32) -> Option<Cell<'c>> {
         let figure = self.0.objects.get(column)?.figure;
         ctx.snapshot
             .figures
             .get(figure)
             .copied()
-            .map(Value::Counter64)
+            .map(Cell::Counter64)
     }
 }

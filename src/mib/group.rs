@@ -8,7 +8,8 @@
 //! is present, sorted by suffix, so that GetNext is a binary search and absent cells are
 //! skipped without scanning. Nothing here knows what a group is about.
 
-use super::{root, Access, ObjectDef, Syntax, OBJECTS};
+use super::date_and_time::date_and_time;
+use super::{root, text, Access, ObjectDef, Syntax, OBJECTS};
 use crate::oid::Oid;
 use crate::value::Value;
 use std::cmp::Ordering;
@@ -59,6 +60,38 @@ fn search_key(s: &[u32], arity: u8, include: bool) -> (u64, bool) {
     (key, equal_is_before)
 }
 
+/// A cell's value as its context holds it, borrowed: a layout asks every cell whether it is
+/// present, and builds nothing to do so (an SnmpAdminString or a mask would each be an
+/// allocation, per cell, per refresh); the [`Value`] is built only for the cell served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cell<'a> {
+    Integer(i32),
+    Gauge32(u32),
+    TimeTicks(u32),
+    Counter64(u64),
+    /// An SnmpAdminString: served cut to 255 octets, at a character boundary.
+    Text(&'a str),
+    /// Eight octets, the most significant first (a size mask).
+    Octets64(u64),
+    /// A DateAndTime, from milliseconds since the epoch.
+    DateAndTime(u64),
+}
+
+impl Cell<'_> {
+    #[inline]
+    pub(crate) fn value(self) -> Value {
+        match self {
+            Cell::Integer(v) => Value::Integer(v),
+            Cell::Gauge32(v) => Value::Gauge32(v),
+            Cell::TimeTicks(v) => Value::TimeTicks(v),
+            Cell::Counter64(v) => Value::Counter64(v),
+            Cell::Text(s) => text(s),
+            Cell::Octets64(m) => Value::OctetString(m.to_be_bytes().to_vec()),
+            Cell::DateAndTime(ms) => Value::OctetString(date_and_time(ms).to_vec()),
+        }
+    }
+}
+
 /// How a group's objects are arranged under its node.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Shape {
@@ -79,7 +112,7 @@ pub(crate) struct Column<C: 'static> {
     pub(crate) syntax: Syntax,
     /// The cell of a row, given the row's handle; `None` is an absent cell (noSuchInstance,
     /// skipped by GetNext).
-    pub(crate) value: fn(&C, u64) -> Option<Value>,
+    pub(crate) value: fn(&C, u64) -> Option<Cell<'_>>,
 }
 
 /// A table or a group of scalars, filled from a context `C` (a laid-out snapshot, or the
@@ -239,7 +272,7 @@ impl<C: 'static> Laid<C> {
 
     /// The cell of `column` in the row at `row`.
     #[inline(always)]
-    fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value> {
+    fn value<'c>(&self, ctx: &'c C, column: usize, row: u32) -> Option<Cell<'c>> {
         match &self.cells {
             Cells::Columns(columns) => (columns[column].value)(ctx, self.handles[row as usize]),
             Cells::Computed(cells) => cells.value(ctx, column, row),
@@ -279,7 +312,7 @@ impl<C: 'static> Laid<C> {
 
 /// The values of the cells of a group that computes them itself (a source's figures).
 pub(crate) trait CellValues<C>: Send + Sync {
-    fn value(&self, ctx: &C, column: usize, row: u32) -> Option<Value>;
+    fn value<'c>(&self, ctx: &'c C, column: usize, row: u32) -> Option<Cell<'c>>;
 }
 
 /// A served column: its OID prefix (instances follow it), and where it is laid out.
@@ -289,9 +322,65 @@ pub(crate) struct ServedColumn {
     column: usize,
 }
 
-/// Every served column of `groups`, in OID order: built once per list of groups.
-pub(crate) fn served_columns<C>(groups: &[&dyn Group<C>]) -> Vec<ServedColumn> {
-    let mut v: Vec<ServedColumn> = groups
+/// Every served column of a list of groups, in OID order, and the prefix all of them share:
+/// built once per list of groups. Searches compare an OID with the shared prefix once and
+/// then only with the few sub-identifiers after it, where comparing whole prefixes spent
+/// most of a GetNext's instructions on the dozen that every column has in common.
+pub(crate) struct ServedColumns {
+    shared: Vec<u32>,
+    columns: Vec<ServedColumn>,
+}
+
+impl ServedColumns {
+    /// A column's prefix after the shared part.
+    #[inline(always)]
+    fn tail<'c>(&self, c: &'c ServedColumn) -> &'c [u32] {
+        &c.prefix[self.shared.len()..]
+    }
+
+    /// Where `oid` stands against the shared prefix: `Ok(rest)`, the sub-identifiers after
+    /// it, when `oid` is in its subtree; `Err(Less)` when `oid` sorts before every column
+    /// (a prefix of the shared part counts as before), `Err(Greater)` after them all.
+    #[inline(always)]
+    fn rest<'a>(&self, oid: &'a [u32]) -> Result<&'a [u32], Ordering> {
+        match place(&self.shared, oid) {
+            Place::Holds => Ok(&oid[self.shared.len()..]),
+            Place::After => Err(Ordering::Less),
+            Place::Before => Err(Ordering::Greater),
+        }
+    }
+}
+
+/// Where a column's subtree stands against an OID (both after the shared prefix).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The whole subtree sorts before the OID.
+    Before,
+    /// The OID is in the subtree (the column's prefix is a prefix of it).
+    Holds,
+    /// The subtree sorts after the OID.
+    After,
+}
+
+/// Where the subtree of `tail` stands against `rest`: one pass over a few sub-identifiers,
+/// element by element (slice equality would call `memcmp`, a quarter of a GetNext's time for
+/// these few words).
+#[inline(always)]
+fn place(tail: &[u32], rest: &[u32]) -> Place {
+    for (i, &t) in tail.iter().enumerate() {
+        match rest.get(i) {
+            None => return Place::After,
+            Some(&r) if t < r => return Place::Before,
+            Some(&r) if t > r => return Place::After,
+            Some(_) => {}
+        }
+    }
+    Place::Holds
+}
+
+/// Every served column of `groups`, in OID order, with their shared prefix.
+pub(crate) fn served_columns<C>(groups: &[&dyn Group<C>]) -> ServedColumns {
+    let mut columns: Vec<ServedColumn> = groups
         .iter()
         .enumerate()
         .flat_map(|(g, def)| {
@@ -305,8 +394,19 @@ pub(crate) fn served_columns<C>(groups: &[&dyn Group<C>]) -> Vec<ServedColumn> {
                 })
         })
         .collect();
-    v.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-    v
+    columns.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    // The longest prefix every column starts with, short of a whole column's prefix (each
+    // column keeps at least one sub-identifier of its own to be told apart by).
+    let mut shared: Vec<u32> = columns.first().map_or(Vec::new(), |c| c.prefix.clone());
+    for c in &columns {
+        let same = shared
+            .iter()
+            .zip(&c.prefix)
+            .take_while(|(a, b)| a == b)
+            .count();
+        shared.truncate(same.min(c.prefix.len().saturating_sub(1)));
+    }
+    ServedColumns { shared, columns }
 }
 
 /// A GetNext answer from a [`View`]: the instance's OID and value, and its instance number
@@ -322,7 +422,7 @@ pub struct Found {
 pub(crate) struct View<C: 'static> {
     ctx: C,
     laid: Vec<Laid<C>>,
-    columns: &'static [ServedColumn],
+    columns: &'static ServedColumns,
     /// Per served column: the instance number of its first present cell. Instances are
     /// numbered 0.. in OID order, so that walk tracking can keep one small slot per instance
     /// instead of OIDs.
@@ -335,12 +435,12 @@ impl<C: 'static> View<C> {
     pub(crate) fn new(
         ctx: C,
         groups: &[&dyn Group<C>],
-        columns: &'static [ServedColumn],
+        columns: &'static ServedColumns,
     ) -> View<C> {
         let laid: Vec<Laid<C>> = groups.iter().map(|g| g.lay_out(&ctx)).collect();
-        let mut first_instance = Vec::with_capacity(columns.len());
+        let mut first_instance = Vec::with_capacity(columns.columns.len());
         let mut next = 0u32;
-        for c in columns {
+        for c in &columns.columns {
             first_instance.push(next);
             let n = laid[c.group].present[c.column].len();
             next = next.saturating_add(n as u32);
@@ -365,13 +465,13 @@ impl<C: 'static> View<C> {
 
     /// The served column whose subtree holds `oid`, with its position.
     fn column_of(&self, oid: &[u32]) -> Option<(usize, &'static ServedColumn)> {
-        let cols = self.columns;
-        let i = cols.partition_point(|c| c.prefix.as_slice() < oid);
-        // The column holding `oid` is the last one whose prefix sorts at or before it.
-        [i, i.wrapping_sub(1)]
-            .into_iter()
-            .filter_map(|j| cols.get(j).map(|c| (j, c)))
-            .find(|(_, c)| oid.starts_with(&c.prefix))
+        let served = self.columns;
+        let rest = served.rest(oid).ok()?;
+        let cols = served.columns.as_slice();
+        let i = cols.partition_point(|c| place(served.tail(c), rest) == Place::Before);
+        cols.get(i)
+            .filter(|c| place(served.tail(c), rest) == Place::Holds)
+            .map(|c| (i, c))
     }
 
     /// The position of the present cell with this suffix among its column's present cells.
@@ -400,7 +500,7 @@ impl<C: 'static> View<C> {
                 let p = laid.present[col.column][i];
                 laid.value(&self.ctx, col.column, p)
             })
-            .unwrap_or(Value::NoSuchInstance)
+            .map_or(Value::NoSuchInstance, Cell::value)
     }
 
     /// The instance number of `oid` when it names a present cell of this view. Exact
@@ -414,19 +514,27 @@ impl<C: 'static> View<C> {
     /// Answers a GetNext: the first present instance after `start` (or at it, with
     /// `include`) and before `end` (exclusive; a null `end` is unbounded), or `None`.
     pub(crate) fn get_next(&self, start: &[u32], include: bool, end: &[u32]) -> Option<Found> {
-        let cols = self.columns;
+        let served = self.columns;
+        let cols = served.columns.as_slice();
         // Columns whose whole subtree lies before `start` are skipped by binary search.
-        let first =
-            cols.partition_point(|c| c.prefix.as_slice() < start && !start.starts_with(&c.prefix));
+        let (first, rest) = match served.rest(start) {
+            Ok(rest) => (
+                cols.partition_point(|c| place(served.tail(c), rest) == Place::Before),
+                Some(rest),
+            ),
+            Err(Ordering::Less) => (0, None),
+            Err(_) => return None,
+        };
         for (k, col) in cols.iter().enumerate().skip(first) {
             // The instance suffix to search after; None means "from the first instance".
-            let after = start
-                .starts_with(&col.prefix)
-                .then(|| &start[col.prefix.len()..]);
+            let after = rest.and_then(|rest| {
+                let tail = served.tail(col);
+                (place(tail, rest) == Place::Holds).then(|| &rest[tail.len()..])
+            });
             let laid = &self.laid[col.group];
             if let Some((at, p)) = self.next_in(laid, col, after, include) {
                 // Absent cells are not in the present lists, so a value is always there.
-                let value = laid.value(&self.ctx, col.column, p)?;
+                let value = laid.value(&self.ctx, col.column, p)?.value();
                 let key = laid.keys[p as usize];
                 let mut oid = Vec::with_capacity(col.prefix.len() + 2);
                 oid.extend_from_slice(&col.prefix);

@@ -28,7 +28,7 @@ mod types;
 pub use daemon::{DaemonStatus, SourceLine, SourceStatus};
 pub use date_and_time::date_and_time;
 pub use group::Found;
-use group::{served_columns, Group, ServedColumn, View};
+use group::{served_columns, Group, ServedColumns, View};
 use notify::NOTIFY_OBJECT_DEFS;
 pub use notify::{
     notification_varbinds, Notification, NotificationType, NotifiedRow, SNMP_TRAP_OID_0,
@@ -108,18 +108,18 @@ fn snapshot_groups() -> &'static [&'static dyn Group<SnapshotRows>] {
 /// The groups of memstatDaemon, answered by a [`StatusView`].
 static STATUS_GROUPS: &[&dyn Group<DaemonStatus>] = &[&daemon::SCALARS, &daemon::SOURCE_TABLE];
 
-fn snapshot_columns() -> &'static [ServedColumn] {
-    static CELL: OnceLock<Vec<ServedColumn>> = OnceLock::new();
+fn snapshot_columns() -> &'static ServedColumns {
+    static CELL: OnceLock<ServedColumns> = OnceLock::new();
     CELL.get_or_init(|| served_columns(snapshot_groups()))
 }
 
-fn status_columns() -> &'static [ServedColumn] {
-    static CELL: OnceLock<Vec<ServedColumn>> = OnceLock::new();
+fn status_columns() -> &'static ServedColumns {
+    static CELL: OnceLock<ServedColumns> = OnceLock::new();
     CELL.get_or_init(|| served_columns(STATUS_GROUPS))
 }
 
-fn g64(v: Option<u64>) -> Option<Value> {
-    v.map(Value::Counter64)
+fn g64(v: Option<u64>) -> Option<group::Cell<'static>> {
+    v.map(group::Cell::Counter64)
 }
 
 /// The SnmpAdminString value of `s`, for the rest of the crate.

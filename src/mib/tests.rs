@@ -156,7 +156,7 @@ fn a_sources_figure_group_serves_its_figures_and_skips_absent_ones() {
     };
     let scalars = figures::FigureScalars(&G);
     let groups: Vec<&dyn group::Group<SnapshotRows>> = vec![&scalars];
-    let columns: &'static [group::ServedColumn] = Box::leak(served_columns(&groups).into());
+    let columns: &'static group::ServedColumns = Box::leak(Box::new(served_columns(&groups)));
     let mut snap = Snapshot::new(1, UNIX_EPOCH, "t".into(), Vec::new());
     snap.figures.insert("test.b".into(), 1 << 40);
     let ctx = SnapshotRows {
@@ -179,4 +179,72 @@ fn a_sources_figure_group_serves_its_figures_and_skips_absent_ones() {
     groups[0].objects(&mut defs);
     let names: Vec<&str> = defs.iter().map(|d| d.name).collect();
     assert_eq!(names, ["memTestA", "memTestB"]);
+}
+
+/// The kind of value each served instance carries is the one its object's SYNTAX says (a
+/// column's function returns a `Cell`, which does not know its column's syntax).
+#[test]
+fn every_served_value_has_its_objects_syntax() {
+    let defs = object_defs();
+    let syntax_of = |oid: &[u32]| {
+        defs.iter()
+            .filter(|d| oid.starts_with(&d.oid) && d.access == Access::ReadOnly)
+            .max_by_key(|d| d.oid.len())
+            .map(|d| (d.name, d.syntax))
+            .expect("a served OID belongs to an object")
+    };
+    let fits = |syntax: Syntax, v: &Value| match syntax {
+        Syntax::Integer => matches!(v, Value::Integer(_)),
+        Syntax::OctetString => matches!(v, Value::OctetString(_)),
+        Syntax::Unsigned32 | Syntax::Gauge32 => matches!(v, Value::Gauge32(_)),
+        Syntax::Counter64 => matches!(v, Value::Counter64(_)),
+        Syntax::TimeTicks => matches!(v, Value::TimeTicks(_)),
+        Syntax::Table | Syntax::Entry => false,
+    };
+    let mut st = status();
+    st.sources = vec![crate::mib::SourceLine {
+        name: "fixture".into(),
+        status: SourceStatus::Ok,
+        last_error: String::new(),
+        last_good_ms: Some(0),
+        types: Some(2),
+    }];
+    let st = StatusView::new(st);
+    let mut t = MemoryType::new(Allocator::Malloc, "m");
+    t.size_mask = Some(0x81);
+    t.in_use_bytes = Some(1);
+    t.per_cpu = vec![PerCpu {
+        cpu: 0,
+        allocs: Some(1),
+        size_mask: Some(1),
+        ..PerCpu::default()
+    }];
+    let v = MibView::new(
+        Arc::new(Snapshot::new(1, UNIX_EPOCH, "t".into(), vec![t])),
+        &[1],
+        &[5],
+    );
+    let mut cur = MEMSTAT_MIB_ROOT.to_vec();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        let next = st
+            .get_next(&cur, false, &[])
+            .or_else(|| v.get_next(&cur, false, &[]).map(|f| (f.oid, f.value)));
+        let Some((oid, value)) = next else { break };
+        let (name, syntax) = syntax_of(&oid.0);
+        assert!(fits(syntax, &value), "{name}: {value:?} is not {syntax:?}");
+        seen.insert(name);
+        cur = oid.0;
+    }
+    for name in [
+        "memSnapshotTime",
+        "memSrcLastGoodRead",
+        "memSrcTypes",
+        "memTypeName",
+        "memTypeSizeMask",
+        "memCpuSizeMask",
+        "memAllocatorInUseBytes",
+    ] {
+        assert!(seen.contains(name), "{name} was walked");
+    }
 }

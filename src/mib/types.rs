@@ -1,10 +1,9 @@
 //! The tables a snapshot fills: memTypeTable, memCpuTable and memAllocatorTable, over a
 //! snapshot laid out with its rows' stable indexes ([`SnapshotRows`]).
 
-use super::group::{Column, GroupDef, Shape, Suffix};
-use super::{g64, text, Syntax};
+use super::group::{Cell, Column, GroupDef, Shape, Suffix};
+use super::{g64, Syntax};
 use crate::memstat::{Allocator, MemoryType, PerCpu, Snapshot};
-use crate::value::Value;
 use std::sync::{Arc, OnceLock};
 
 /// Where a served row stands: its stable index and its discontinuity time.
@@ -42,8 +41,8 @@ fn t(s: &SnapshotRows, p: u64) -> &MemoryType {
     s.ty(p as u32).1
 }
 
-fn mask(m: Option<u64>) -> Option<Value> {
-    m.map(|m| Value::OctetString(m.to_be_bytes().to_vec()))
+fn mask(m: Option<u64>) -> Option<Cell<'static>> {
+    m.map(Cell::Octets64)
 }
 
 /// memTypeTable (memTypeIndex, column 1, is not-accessible and has no cells).
@@ -59,19 +58,19 @@ pub(crate) static TYPE_TABLE: GroupDef<SnapshotRows> = GroupDef {
             sub: 2,
             name: "memTypeName",
             syntax: Syntax::OctetString,
-            value: |s, p| Some(text(&t(s, p).name)),
+            value: |s, p| Some(Cell::Text(&t(s, p).name)),
         },
         TypeColumn {
             sub: 3,
             name: "memTypeAllocator",
             syntax: Syntax::Integer,
-            value: |s, p| Some(Value::Integer(t(s, p).allocator.number() as i32)),
+            value: |s, p| Some(Cell::Integer(t(s, p).allocator.number() as i32)),
         },
         TypeColumn {
             sub: 4,
             name: "memTypeOrdinal",
             syntax: Syntax::Unsigned32,
-            value: |s, p| Some(Value::Gauge32(t(s, p).ordinal)),
+            value: |s, p| Some(Cell::Gauge32(t(s, p).ordinal)),
         },
         TypeColumn {
             sub: 5,
@@ -191,7 +190,7 @@ pub(crate) static TYPE_TABLE: GroupDef<SnapshotRows> = GroupDef {
             sub: 24,
             name: "memTypeDiscontinuityTime",
             syntax: Syntax::TimeTicks,
-            value: |s, p| Some(Value::TimeTicks(s.ty(p as u32).0.discontinuity)),
+            value: |s, p| Some(Cell::TimeTicks(s.ty(p as u32).0.discontinuity)),
         },
     ],
     rows: |s| {
@@ -304,11 +303,7 @@ pub(crate) static ALLOCATOR_TABLE: GroupDef<SnapshotRows> = GroupDef {
             sub: 2,
             name: "memAllocatorTypeCount",
             syntax: Syntax::Gauge32,
-            value: |s, h| {
-                Some(Value::Gauge32(
-                    a(s, h)?.types.min(u64::from(u32::MAX)) as u32
-                ))
-            },
+            value: |s, h| Some(Cell::Gauge32(a(s, h)?.types.min(u64::from(u32::MAX)) as u32)),
         },
         AllocColumn {
             sub: 3,
