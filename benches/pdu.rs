@@ -1,11 +1,11 @@
 //! The AgentX codec on the hot path: every varbind of a walk is one GetNext in and one
 //! Response out (net-snmp turns a GetBulk into one GetNext per repetition).
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use memstat_agentx::agentx::pdu::{
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{
     HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, Value, VarBind,
 };
-use memstat_agentx::oid::Oid;
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 #[path = "common/mod.rs"]
 mod common;

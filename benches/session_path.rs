@@ -6,14 +6,14 @@
 //! The workload is a snmpbulkwalk of memTypeTable at 300 types as net-snmp forwards it: one
 //! GetNext per varbind, one transactionID for every 10 of them (max-repetitions 10).
 
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{Payload, Pdu, SearchRange, Value};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
-use memstat_agentx::agentx::pdu::{Payload, Pdu, SearchRange, Value};
 use memstat_agentx::config::RawSettings;
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::MemoryType;
 use memstat_agentx::mib::MEMSTAT_MIB_ROOT;
-use memstat_agentx::oid::Oid;
 use std::time::{Duration, Instant};
 
 #[path = "common/mod.rs"]

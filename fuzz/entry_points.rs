@@ -7,7 +7,7 @@
 
 #![allow(dead_code)]
 
-use memstat_agentx::agentx::pdu::{self, DecodeErrorKind, Header, Pdu, HEADER_LEN, MAX_PAYLOAD};
+use agentx_proto::pdu::{self, DecodeErrorKind, Header, Pdu, HEADER_LEN, MAX_PAYLOAD};
 use memstat_agentx::config::RawSettings;
 use memstat_agentx::memstat::{fixture, linux, malloc, uma, MemoryType};
 use std::path::Path;

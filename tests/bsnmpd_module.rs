@@ -8,11 +8,9 @@
 //! outside the claims, hang, take SETs, send notifications.
 mod common;
 
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{Header, Payload, Pdu, PduType, ResError, Value, VarBind, HEADER_LEN};
 use common::*;
-use memstat_agentx::agentx::pdu::{
-    Header, Payload, Pdu, PduType, ResError, Value, VarBind, HEADER_LEN,
-};
-use memstat_agentx::oid::Oid;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -1552,7 +1550,7 @@ fn bsnmpd_host_bad_pdus_get_parse_error_or_close() {
         closed,
         (
             Some(Payload::Close {
-                reason: memstat_agentx::agentx::pdu::CloseReason::PARSE_ERROR
+                reason: agentx_proto::pdu::CloseReason::PARSE_ERROR
             }),
             true
         )

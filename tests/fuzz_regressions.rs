@@ -11,12 +11,10 @@
 #[path = "../fuzz/entry_points.rs"]
 mod entry_points;
 
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{CloseReason, Payload, Pdu, ResError, SearchRange, Value, VarBind};
 use entry_points::TARGETS;
-use memstat_agentx::agentx::pdu::{
-    CloseReason, Payload, Pdu, ResError, SearchRange, Value, VarBind,
-};
 use memstat_agentx::memstat::{fixture, Allocator, MemoryType, PerCpu, Snapshot};
-use memstat_agentx::oid::Oid;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 

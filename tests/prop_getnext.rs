@@ -32,12 +32,12 @@ mod columns;
 #[path = "support/full_type.rs"]
 mod full_type;
 
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{Payload, Pdu, ResError, SearchRange, Value};
 use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
-use memstat_agentx::agentx::pdu::{Payload, Pdu, ResError, SearchRange, Value};
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, SourceError};
 use memstat_agentx::mib::{object_defs, Access, DaemonStatus, SourceStatus};
-use memstat_agentx::oid::Oid;
 use proptest::prelude::*;
 use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, Instant};

@@ -5,8 +5,8 @@
 #[path = "support/strict_master.rs"]
 mod support;
 
-use memstat_agentx::agentx::pdu::{CloseReason, Payload, Pdu, VarBind};
-use memstat_agentx::oid::Oid;
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{CloseReason, Payload, Pdu, VarBind};
 use std::time::{Duration, Instant};
 use support::*;
 
@@ -539,7 +539,7 @@ fn pipelined_requests_are_all_answered() {
         Payload::TestSet {
             varbinds: vec![VarBind {
                 name: Oid(r(&[1, 2, 1, 2, 1])),
-                value: memstat_agentx::agentx::pdu::Value::OctetString(b"x".to_vec()),
+                value: agentx_proto::pdu::Value::OctetString(b"x".to_vec()),
             }],
         },
         Payload::GetNext { ranges: gn.clone() },
@@ -620,7 +620,7 @@ fn duplicate_packet_ids_are_answered_twice_identically() {
 #[test]
 fn set_phases() {
     let (mut d, mut c) = started();
-    use memstat_agentx::agentx::pdu::Value;
+    use agentx_proto::pdu::Value;
     let vb = |o: Vec<u32>, v: Value| VarBind {
         name: Oid(o),
         value: v,

@@ -17,9 +17,9 @@ pub mod settings;
 mod sys;
 
 use abi::*;
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{Value, VarBind};
 use master::{Host, Master};
-use memstat_agentx::agentx::pdu::{Value, VarBind};
-use memstat_agentx::oid::Oid;
 use settings::{parse_args, Settings, VarValue, VARS};
 use std::cell::UnsafeCell;
 use std::ffi::{CStr, CString};

@@ -8,11 +8,11 @@
 //! handled in `idle`, outside any op.
 use crate::registry::{Interval, RegisterError, Registry, SessionId};
 use crate::settings::{Claim, Settings};
-use memstat_agentx::agentx::pdu::{
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{
     CloseReason, Header, HeaderIds, Payload, Pdu, PduType, ResError, SearchRange, Value, VarBind,
     HEADER_LEN,
 };
-use memstat_agentx::oid::Oid;
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};

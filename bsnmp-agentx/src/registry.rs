@@ -5,7 +5,7 @@
 //! longest subtree wins; among equals the better (numerically lower) priority; among equals
 //! the earlier registration. The table cuts the claims at every region boundary, so each
 //! interval has a single owner, and a GetNext walks the intervals in order.
-use memstat_agentx::oid::Oid;
+use agentx_proto::oid::Oid;
 
 /// The largest range a Register may span (`r.upper_bound - subtree[range_subid]`): each
 /// element becomes a region of its own.

@@ -7,7 +7,7 @@ use crate::abi::{
     SNMP_SYNTAX_INTEGER, SNMP_SYNTAX_IPADDRESS, SNMP_SYNTAX_OCTETSTRING, SNMP_SYNTAX_OID,
     SNMP_SYNTAX_TIMETICKS,
 };
-use memstat_agentx::oid::Oid;
+use agentx_proto::oid::Oid;
 use std::fmt;
 
 /// bsnmpd's `MAX_MOD_ARGS`: at most this many arguments reach `init`.

@@ -27,8 +27,8 @@
 
 use super::rig::*;
 use super::*;
-use crate::agentx::pdu::Payload;
 use crate::mib::MEMSTAT_MIB_ROOT;
+use agentx_proto::pdu::Payload;
 
 /// The contract's figures, from its words in ARCHITECTURE.md.
 #[derive(Clone, Copy, Debug)]

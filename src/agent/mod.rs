@@ -22,15 +22,15 @@ pub(crate) mod store;
 pub(crate) mod walks;
 pub mod watch;
 
-use crate::agentx::pdu::{
-    Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,
-};
 use crate::index::{IndexError, StableIndexes};
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError, SourceRead};
 use crate::mib::{self, DaemonStatus, MibView, Notification, SourceStatus, StatusView};
-use crate::oid::Oid;
-use crate::value::Value;
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{
+    Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,
+};
+use agentx_proto::value::Value;
 use rows::RowIdentity;
 use scalars::DaemonScalars;
 use std::collections::VecDeque;

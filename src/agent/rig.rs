@@ -4,9 +4,9 @@
 //! (`contract_tests.rs`) both drive it.
 
 use super::*;
-use crate::agentx::pdu::{Payload, Pdu};
 use crate::memstat::{Allocator, MemoryType};
 use crate::mib::MEMSTAT_MIB_ROOT;
+use agentx_proto::pdu::{Payload, Pdu};
 
 pub(super) const ROWS: u32 = 40;
 

@@ -2,8 +2,8 @@
 
 use super::rig::*;
 use super::*;
-use crate::agentx::pdu::Payload;
 use crate::mib::MEMSTAT_MIB_ROOT;
+use agentx_proto::pdu::Payload;
 
 /// The bug report's deterministic case, once with net-snmp's GetNext per repetition and
 /// once with a master that sends GetBulk.

@@ -34,7 +34,7 @@ use super::store::RefreshError;
 use crate::config::Config;
 use crate::memstat::MemoryType;
 use crate::mib::{MibView, Notification, NotificationType, NotifiedRow, SourceStatus};
-use crate::value::Value;
+use agentx_proto::value::Value;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

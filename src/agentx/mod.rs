@@ -1,8 +1,7 @@
-//! AgentX (RFC 2741): the PDU codec and the subagent session.
+//! AgentX (RFC 2741) for the subagent: the socket to the master and the session.
 //!
-//! [`pdu`] is a strict, allocation-bounded codec with no knowledge of the MIB; [`transport`]
-//! is the socket to the master; [`session`] is the protocol state machine that connects
-//! them to the snapshot cache.
-pub mod pdu;
+//! The codec, OIDs, values and framing are the `agentx_proto` crate, shared with the bsnmpd
+//! module; [`transport`] is the socket to the master; [`session`] is the protocol state
+//! machine that connects them to the snapshot cache.
 pub mod session;
 pub(crate) mod transport;

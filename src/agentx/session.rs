@@ -9,7 +9,6 @@
 //! the connection; the session then reconnects with jittered exponential backoff and Opens
 //! and Registers again. net-snmp never reconnects for us.
 
-use super::pdu::{CloseReason, HeaderIds, Payload, Pdu, ResError};
 pub use super::transport::MasterAddr;
 use super::transport::{Connection, ConnectionError, Frame, FrameReader};
 use crate::agent::{Agent, AgentSettings, Handled};
@@ -17,8 +16,9 @@ use crate::alarm::Alarm;
 use crate::logging::RateLimited;
 use crate::memstat::{SourceError, SourceRead};
 use crate::mib::{notification_varbinds, NotificationType, MEMSTAT_MIB_ROOT};
-use crate::oid::Oid;
 use crate::reader::SourceReader;
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{CloseReason, HeaderIds, Payload, Pdu, ResError};
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};

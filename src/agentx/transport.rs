@@ -8,10 +8,13 @@
 //! non-blocking socket: they are small, the send buffer is nearly always empty, and on the
 //! rare `WouldBlock` the writer retries after a millisecond until a deadline.
 //!
-//! Framing lives here too: [`FrameReader`] turns the byte stream into whole PDUs.
+//! [`FrameReader`] reads the byte stream into `agentx_proto`'s splitter, which cuts it into
+//! whole PDUs.
 
-use super::pdu::{DecodeError, Header, Pdu, HEADER_LEN};
 pub use crate::master_addr::MasterAddr;
+pub(crate) use agentx_proto::frame::Frame;
+use agentx_proto::frame::Splitter;
+use agentx_proto::pdu::DecodeError;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -193,17 +196,10 @@ impl fmt::Display for ConnectionError {
 
 impl std::error::Error for ConnectionError {}
 
-/// One frame from the master.
-pub(crate) enum Frame {
-    Pdu(Pdu),
-    /// A frame whose header was fine but whose payload was not: it gets parseError.
-    Bad(Header, DecodeError),
-}
-
 /// Reads whole frames. [`next`](Self::next) is cancel-safe: bytes read before a
-/// cancellation stay in the buffer for the next call.
+/// cancellation stay in the splitter for the next call.
 pub(crate) struct FrameReader {
-    buf: Vec<u8>,
+    frames: Splitter,
     /// What one read may bring, allocated (and zeroed) once per connection.
     chunk: Box<[u8]>,
 }
@@ -217,7 +213,7 @@ impl Default for FrameReader {
 impl FrameReader {
     pub(crate) fn new() -> FrameReader {
         FrameReader {
-            buf: Vec::new(),
+            frames: Splitter::new(),
             chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
         }
     }
@@ -225,7 +221,7 @@ impl FrameReader {
     /// The next frame from `conn`.
     pub(crate) async fn next(&mut self, conn: &Connection) -> Result<Frame, ConnectionError> {
         loop {
-            if let Some(frame) = self.take_frame()? {
+            if let Some(frame) = self.frames.next_frame().map_err(ConnectionError::Framing)? {
                 return Ok(frame);
             }
             let n = conn
@@ -235,27 +231,8 @@ impl FrameReader {
             if n == 0 {
                 return Err(ConnectionError::Closed);
             }
-            self.buf.extend_from_slice(&self.chunk[..n]);
+            self.frames.push(&self.chunk[..n]);
         }
-    }
-
-    /// A whole frame from the buffer, if it holds one.
-    fn take_frame(&mut self) -> Result<Option<Frame>, ConnectionError> {
-        if self.buf.len() < HEADER_LEN {
-            return Ok(None);
-        }
-        let h = Header::decode(&self.buf).map_err(ConnectionError::Framing)?;
-        let len = h.frame_len();
-        if self.buf.len() < len {
-            return Ok(None);
-        }
-        let frame = match Pdu::decode(&self.buf[..len]) {
-            Ok(p) => Frame::Pdu(p),
-            Err(e) if !e.fatal() => Frame::Bad(h, e),
-            Err(e) => return Err(ConnectionError::Framing(e)),
-        };
-        self.buf.drain(..len);
-        Ok(Some(frame))
     }
 }
 
@@ -284,7 +261,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn frames_split_across_reads_come_out_whole() {
-        use super::super::pdu::Payload;
+        use agentx_proto::pdu::{Payload, Pdu};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();

@@ -10,8 +10,8 @@
 
 use super::date_and_time::date_and_time;
 use super::{root, text, Access, ObjectDef, Syntax, OBJECTS};
-use crate::oid::Oid;
-use crate::value::Value;
+use agentx_proto::oid::Oid;
+use agentx_proto::value::Value;
 use std::cmp::Ordering;
 
 /// An instance suffix (one index, or two), built without allocating: GetNext builds one for

@@ -38,8 +38,8 @@ use types::SnapshotRows;
 
 use crate::memstat::source::SOURCES;
 use crate::memstat::{MemoryType, Snapshot};
-use crate::oid::Oid;
-use crate::value::Value;
+use agentx_proto::oid::Oid;
+use agentx_proto::value::Value;
 use std::sync::{Arc, OnceLock};
 
 /// The MIB's root, `memstatMIB`. A placeholder under enterprise 32473, which RFC 5612 reserves

@@ -4,8 +4,8 @@
 //! sent, and the settings that govern it, are defined with it in `agent::watch`.
 
 use super::{object_oid, root, text, Syntax, NOTIFICATIONS};
-use crate::oid::Oid;
-use crate::value::{Value, VarBind};
+use agentx_proto::oid::Oid;
+use agentx_proto::value::{Value, VarBind};
 use std::fmt;
 
 /// memstatNotifyObjects: the objects carried only in notifications.

@@ -1,5 +1,5 @@
 //! The product's source files as the structure tests read them: every `.rs` file under
-//! src/ and bsnmp-agentx/src/, with its test code left out (files only `#[cfg(test)]`
+//! src/, agentx-proto/src/ and bsnmp-agentx/src/, with its test code left out (files only `#[cfg(test)]`
 //! modules declare, and the `#[cfg(test)] mod` that ends a file) and its comments blanked.
 //! Included with `#[path]`.
 
@@ -104,7 +104,7 @@ fn product_code(text: &str) -> String {
 pub fn product_files() -> Vec<ProductFile> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "bsnmp-agentx/src"] {
+    for dir in ["src", "agentx-proto/src", "bsnmp-agentx/src"] {
         rs_files(&root.join(dir), &mut files);
     }
     let mut test_only = BTreeSet::new();
@@ -157,6 +157,7 @@ pub fn file_of_module(module: &str) -> String {
     let krate = parts.remove(0);
     let base = match krate {
         "memstat_agentx" => "src",
+        "agentx_proto" => "agentx-proto/src",
         "bsnmp_agentx" => "bsnmp-agentx/src",
         other => panic!("a module of another crate: {other}"),
     };

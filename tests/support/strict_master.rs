@@ -11,8 +11,8 @@
 
 #![allow(dead_code)]
 
-use memstat_agentx::agentx::pdu::{Payload, Pdu, ResError, SearchRange};
-use memstat_agentx::oid::Oid;
+use agentx_proto::oid::Oid;
+use agentx_proto::pdu::{Payload, Pdu, ResError, SearchRange};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;

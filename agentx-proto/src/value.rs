@@ -1,6 +1,6 @@
 //! SNMP variable bindings, independent of any protocol's encoding.
 //!
-//! The MIB produces these and the AgentX codec ([`crate::agentx::pdu`]) puts them on the wire;
+//! A MIB produces these and the AgentX codec ([`crate::pdu`]) puts them on the wire;
 //! the type codes that identify each kind of value there belong to the codec, not to this
 //! module.
 
