@@ -16,6 +16,7 @@ pub mod agentx;
 pub(crate) mod alarm;
 pub(crate) mod boundedfile;
 pub mod config;
+pub mod daemon;
 pub mod index;
 pub mod logging;
 pub mod master_addr;

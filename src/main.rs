@@ -2,10 +2,11 @@
 
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use memstat_agentx::agent::{Agent, AgentSettings, WatchSettings};
-use memstat_agentx::agentx::session::{Control, SessionConfig, Subagent};
+use memstat_agentx::agentx::session::SessionConfig;
 use memstat_agentx::config::{
     Config, ConfigError, RawSettings, Rule, DEFAULT_CONFIG_PATH, SETTINGS,
 };
+use memstat_agentx::daemon::{Control, Daemon};
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{source, Snapshot, SourceChoice, Sources};
 use memstat_agentx::reader::SourceReader;
@@ -485,7 +486,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
     let reader = SourceReader::spawn(source)
         .map_err(|e| format!("cannot start the source's reading thread: {e}"))?;
 
-    let subagent = Subagent::new(session_cfg, agent, reader)
+    let daemon = Daemon::new(session_cfg, agent, Box::new(reader))
         .map_err(|e| format!("cannot start the alarm thread: {e}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -500,7 +501,7 @@ fn run(mut args: SettingArgs) -> Result<(), String> {
             cfg.agentx_socket
         );
         tokio::spawn(signals(args, cfg, tx));
-        subagent.run(rx).await;
+        daemon.run(rx).await;
     });
     tracing::info!("exiting");
     Ok(())

@@ -240,3 +240,30 @@ fn the_check_finds_the_cycles_it_is_for() {
         ["x::a", "x::b::c", "x::b::d", "x"]
     );
 }
+
+/// The AgentX session speaks the protocol and knows nothing of what is served: it uses no
+/// module of the product's (the agent, the reader, the sources, the MIB), only the
+/// transport beside it and the protocol crate. The daemon's loop joins them.
+#[test]
+fn the_session_knows_nothing_of_the_product() {
+    let files = product_files();
+    let session = files
+        .iter()
+        .find(|f| f.path == "src/agentx/session.rs")
+        .expect("the session's file");
+    let me = module_of(&session.path).unwrap();
+    let used: BTreeSet<String> = references(session, &me)
+        .into_iter()
+        .filter_map(|p| p.first().cloned())
+        .collect();
+    for product in ["agent", "reader", "memstat", "mib", "daemon", "alarm"] {
+        assert!(
+            !used.contains(product),
+            "agentx::session uses crate::{product}: {used:?}"
+        );
+    }
+    assert!(
+        used.contains("agentx"),
+        "it does use its transport: {used:?}"
+    );
+}
