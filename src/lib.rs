@@ -26,5 +26,6 @@ pub mod privdrop;
 pub mod process;
 pub mod reader;
 pub mod report;
+pub mod start;
 pub mod statedir;
 pub mod vmstat;

@@ -49,6 +49,29 @@ pub fn check_owner(dir: &Path, uid: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// Why the state directory is not used: the daemon then serves with its indexes in memory,
+/// and says why in memSourceLastError while its sources have no error of their own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateDirProblem {
+    /// It was missing and cannot be created.
+    CannotCreate(String),
+    /// It is not safe to write to (see [`check_owner`]).
+    Unsafe(String),
+    /// Its lock cannot be taken (a read-only directory, a link or a FIFO in the lock file's
+    /// place).
+    CannotLock(String),
+}
+
+impl std::fmt::Display for StateDirProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateDirProblem::CannotCreate(e)
+            | StateDirProblem::Unsafe(e)
+            | StateDirProblem::CannotLock(e) => f.write_str(e),
+        }
+    }
+}
+
 /// Holds the state directory's lock while alive (the lock goes with the descriptor).
 #[derive(Debug)]
 pub struct StateLock {

@@ -38,6 +38,7 @@ use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, SourceError};
 use memstat_agentx::mib::{object_defs, Access, DaemonStatus, SourceStatus};
+use memstat_agentx::statedir::StateDirProblem;
 use proptest::prelude::*;
 use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, Instant};
@@ -494,7 +495,7 @@ fn serve(types: &[MemoryType], indexes: &[u32], sc: &Scenario) -> (Served, Vec<u
     assert!(problems.is_empty(), "{problems:?}");
     let t0 = Instant::now();
     let mut agent = Agent::new(std::slice::from_ref(&sc.source), loaded, settings(), t0);
-    agent.set_persistence_problem(sc.persistence.clone());
+    agent.set_persistence_off(sc.persistence.clone().map(StateDirProblem::Unsafe));
     agent.notifications_sent(sc.sent);
     agent.notifications_dropped(sc.dropped);
     let at = t0 + Duration::from_millis(sc.read_after_ms);

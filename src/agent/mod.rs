@@ -26,6 +26,7 @@ use crate::index::{IndexError, StableIndexes};
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError, SourceRead};
 use crate::mib::{self, DaemonStatus, MibView, Notification, SourceStatus, StatusView};
+use crate::statedir::StateDirProblem;
 use agentx_proto::oid::Oid;
 use agentx_proto::pdu::{
     Header, HeaderIds, Payload, Pdu, ResError, ResponseWriter, SearchRange, HEADER_LEN, MAX_PAYLOAD,
@@ -97,10 +98,6 @@ pub struct Agent {
     /// A failed save is retried at every refresh; on a full filesystem that would be a
     /// warning per refresh.
     save_warnings: RateLimited,
-    /// Why the state is not persisted at all (from start-up), if it is not.
-    persistence_problem: Option<String>,
-    /// The last save failed (and is retried at the next refresh).
-    save_failing: bool,
     watcher: Watcher,
     /// When the last sample was taken (or the agent started).
     last_sample: Instant,
@@ -131,8 +128,6 @@ impl Agent {
             stats: WalkStats::default(),
             parked_scratch: Vec::new(),
             save_warnings: RateLimited::new(Duration::from_secs(10)),
-            persistence_problem: None,
-            save_failing: false,
             watcher: Watcher::new(),
             last_sample: now,
             pending: VecDeque::new(),
@@ -141,12 +136,11 @@ impl Agent {
         }
     }
 
-    /// The index state is not persisted, and why (the state directory is not safe, not
-    /// writable, or cannot be locked). Shown in memSourceLastError while the source has
-    /// no error of its own; memSourceStatus stays the source's.
-    pub fn set_persistence_problem(&mut self, problem: Option<String>) {
-        self.scalars.set_persistence_problem(problem.clone());
-        self.persistence_problem = problem;
+    /// The index state is not persisted, and why (the state directory cannot be created,
+    /// is not safe, or cannot be locked); `None`: it is. Shown in memSourceLastError while
+    /// the sources have no error of their own; memSourceStatus stays the sources'.
+    pub fn set_persistence_off(&mut self, problem: Option<StateDirProblem>) {
+        self.scalars.set_persistence_off(problem);
     }
 
     /// Logs the index problems of one refresh; failed saves are rate-limited.
@@ -163,18 +157,13 @@ impl Agent {
                 Some(n) => tracing::warn!("{p} ({n} more failed saves not logged)"),
                 None => {}
             }
-            self.scalars.set_persistence_problem(Some(p.to_string()));
+            self.scalars.save_failed(p);
         }
-        if save_failed {
-            self.save_failing = true;
-        } else if self.save_failing {
-            // A failed save is retried at every refresh: none failing now means it worked.
-            self.save_failing = false;
+        // A failed save is retried at every refresh: none failing now means it worked.
+        if !save_failed && self.scalars.save_recovered() {
             let n = self.save_warnings.suppressed();
             tracing::info!("index state saved again ({n} failed saves not logged)");
             self.save_warnings.reset();
-            self.scalars
-                .set_persistence_problem(self.persistence_problem.clone());
         }
     }
 

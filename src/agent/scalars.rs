@@ -4,14 +4,25 @@
 //! never triggers a refresh: a manager polling memSourceStatus must not cost a kernel read.
 
 use super::store::SnapshotStore;
+use crate::index::IndexError;
 use crate::mib::DaemonStatus;
+use crate::statedir::StateDirProblem;
 use std::time::Instant;
+
+/// Whether the index state is saved, and if not, why: shown in memSourceLastError while
+/// the sources have no error of their own (the MIB has no other place a manager would look).
+#[derive(Debug)]
+pub(crate) enum Persistence {
+    Saved,
+    /// Not persisted at all, from start-up: the state directory is not used.
+    Off(StateDirProblem),
+    /// The last save failed; it is retried at every refresh.
+    Failing(IndexError),
+}
 
 pub(crate) struct DaemonScalars {
     started: Instant,
-    /// Why the index state is not being saved, shown in memSourceLastError while the
-    /// source itself has no error (the MIB has no other place a manager would look).
-    persistence_problem: Option<String>,
+    persistence: Persistence,
     notifications_sent: u64,
     notifications_dropped: u64,
 }
@@ -20,7 +31,7 @@ impl DaemonScalars {
     pub(crate) fn new(started: Instant) -> DaemonScalars {
         DaemonScalars {
             started,
-            persistence_problem: None,
+            persistence: Persistence::Saved,
             notifications_sent: 0,
             notifications_dropped: 0,
         }
@@ -34,8 +45,33 @@ impl DaemonScalars {
         self.notifications_dropped = self.notifications_dropped.saturating_add(n);
     }
 
-    pub(crate) fn set_persistence_problem(&mut self, problem: Option<String>) {
-        self.persistence_problem = problem;
+    /// From start-up: the state directory is not used, and why (`None`: it is).
+    pub(crate) fn set_persistence_off(&mut self, problem: Option<StateDirProblem>) {
+        self.persistence = problem.map_or(Persistence::Saved, Persistence::Off);
+    }
+
+    /// A save failed (with the state directory in use).
+    pub(crate) fn save_failed(&mut self, e: IndexError) {
+        if !matches!(self.persistence, Persistence::Off(_)) {
+            self.persistence = Persistence::Failing(e);
+        }
+    }
+
+    /// A refresh saved (or had nothing to save) after saves had failed: true if they had.
+    pub(crate) fn save_recovered(&mut self) -> bool {
+        let was = matches!(self.persistence, Persistence::Failing(_));
+        if was {
+            self.persistence = Persistence::Saved;
+        }
+        was
+    }
+
+    fn persistence_problem(&self) -> Option<String> {
+        match &self.persistence {
+            Persistence::Saved => None,
+            Persistence::Off(p) => Some(p.to_string()),
+            Persistence::Failing(e) => Some(e.to_string()),
+        }
     }
 
     /// Hundredths of a second since the daemon started, wrapping like TimeTicks.
@@ -58,7 +94,7 @@ impl DaemonScalars {
             last_error: store
                 .last_error()
                 .map(|e| e.to_string())
-                .or_else(|| self.persistence_problem.clone())
+                .or_else(|| self.persistence_problem())
                 .unwrap_or_default(),
             notifications_sent: self.notifications_sent,
             notifications_dropped: self.notifications_dropped,
