@@ -20,8 +20,11 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tracing::{Level, Metadata};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::MakeWriter;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{reload, Registry};
 
 /// The syslog tag (and the tag daemon(8) is given in the rc.d script).
 pub const SYSLOG_TAG: &str = "memstat-agentx";
@@ -39,7 +42,7 @@ const FACILITY_DAEMON: u8 = 3 << 3;
 /// Longest datagram sent; FreeBSD's syslogd reads at most 8 KiB per message.
 const MAX_DATAGRAM: usize = 8000;
 
-/// The least severe messages logged. One word per level, not EnvFilter directives: the file,
+/// The least severe messages logged. One word per level, not per-target directives: the file,
 /// the option, check-config and the docs then agree on what is accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogLevel {
@@ -115,49 +118,42 @@ impl fmt::Display for LogTarget {
 /// answers snmpd from the threads that log, so it must never stall on logging.
 const SEND_TIMEOUT: Duration = Duration::from_millis(100);
 
-type SetFilter = Box<dyn Fn(EnvFilter) -> Result<(), String> + Send + Sync>;
-
-/// Changes the filter of the installed subscriber (see [`set_level`]).
-static SET_FILTER: OnceLock<SetFilter> = OnceLock::new();
+/// The handle [`set_level`] changes the installed subscriber's level through. The filter
+/// sits directly on the registry under either target, so one handle type serves both.
+static LEVEL: OnceLock<reload::Handle<LevelFilter, Registry>> = OnceLock::new();
 
 /// Installs the global subscriber.
 ///
-/// `level` applies to every message (EnvFilter directives are not taken: see
-/// config::LogLevel). For [`LogTarget::Syslog`] the socket is
-/// connected now, so a missing syslog daemon is reported here rather than losing lines.
-/// Fails if a global subscriber is already installed.
+/// `level` applies to every message, whatever its target (see [`LogLevel`]). For
+/// [`LogTarget::Syslog`] the socket is connected now, so a missing syslog daemon is reported
+/// here rather than losing lines. Fails if a global subscriber is already installed.
 pub fn init(target: LogTarget, level: LogLevel) -> Result<(), String> {
-    let filter = filter_of(level);
-    match target {
-        LogTarget::Stderr => {
-            let builder = tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                // Never io::stderr itself: tracing-subscriber reports a failed write with
-                // eprintln!, which panics when stderr is a broken pipe.
-                .with_writer(LossyWriter::new(StderrLines))
-                .with_ansi(io::stderr().is_terminal())
-                .with_filter_reloading();
-            let handle = builder.reload_handle();
-            builder.try_init().map_err(|e| e.to_string())?;
-            let _ = SET_FILTER.set(Box::new(move |f| {
-                handle.reload(f).map_err(|e| e.to_string())
-            }));
-        }
+    let (filter, handle) = reload::Layer::new(level_filter(level));
+    let stack = tracing_subscriber::registry().with(filter);
+    let installed = match target {
+        LogTarget::Stderr => stack
+            .with(
+                tracing_subscriber::fmt::layer()
+                    // Never io::stderr itself: tracing-subscriber reports a failed write with
+                    // eprintln!, which panics when stderr is a broken pipe.
+                    .with_writer(LossyWriter::new(StderrLines))
+                    .with_ansi(io::stderr().is_terminal()),
+            )
+            .try_init(),
         LogTarget::Syslog => {
             let sink = SyslogSink::connect(Path::new(SYSLOG_SOCKET), SYSLOG_TAG)?;
-            let builder = tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_writer(sink)
-                .with_ansi(false)
-                .without_time()
-                .with_filter_reloading();
-            let handle = builder.reload_handle();
-            builder.try_init().map_err(|e| e.to_string())?;
-            let _ = SET_FILTER.set(Box::new(move |f| {
-                handle.reload(f).map_err(|e| e.to_string())
-            }));
+            stack
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_writer(sink)
+                        .with_ansi(false)
+                        .without_time(),
+                )
+                .try_init()
         }
-    }
+    };
+    installed.map_err(|e| e.to_string())?;
+    let _ = LEVEL.set(handle);
     Ok(())
 }
 
@@ -276,15 +272,24 @@ impl<'a, S: LineSink> MakeWriter<'a> for LossyWriter<S> {
 /// Changes the level of the subscriber [`init`] installed (for SIGHUP). The target cannot
 /// change without a restart.
 pub fn set_level(level: LogLevel) -> Result<(), String> {
-    let filter = filter_of(level);
-    match SET_FILTER.get() {
-        Some(set) => set(filter),
+    match LEVEL.get() {
+        // Reloading also recomputes tracing's global maximum level, so a raised level takes
+        // effect at call sites that were already found disabled.
+        Some(handle) => handle
+            .reload(level_filter(level))
+            .map_err(|e| e.to_string()),
         None => Err("logging is not initialised".into()),
     }
 }
 
-fn filter_of(level: LogLevel) -> EnvFilter {
-    EnvFilter::new(level.to_string())
+fn level_filter(level: LogLevel) -> LevelFilter {
+    match level {
+        LogLevel::Error => LevelFilter::ERROR,
+        LogLevel::Warn => LevelFilter::WARN,
+        LogLevel::Info => LevelFilter::INFO,
+        LogLevel::Debug => LevelFilter::DEBUG,
+        LogLevel::Trace => LevelFilter::TRACE,
+    }
 }
 
 /// What [`init`] would refuse about `target`, without installing anything: `check-config`
@@ -698,6 +703,48 @@ mod tests {
         assert!(got[1].contains("3 log lines were dropped"), "{got:?}");
         assert!(got[2].contains("back"), "{got:?}");
         assert_eq!(w.dropped(), 0);
+    }
+
+    /// The filter as [`init`] installs it: the level changes under a subscriber in use, both
+    /// ways, and a call site already found disabled is written once the level allows it.
+    #[test]
+    fn a_reloaded_level_applies_at_once() {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        // Never broken: it only keeps the lines.
+        let sink = Flaky {
+            broken: Arc::new(Mutex::new(false)),
+            got: got.clone(),
+        };
+        let (filter, handle) = reload::Layer::new(level_filter(LogLevel::Info));
+        let subscriber = tracing_subscriber::registry().with(filter).with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(LossyWriter::new(sink))
+                .with_ansi(false)
+                .without_time(),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            let levels = [
+                LogLevel::Info,
+                LogLevel::Debug,
+                LogLevel::Error,
+                LogLevel::Warn,
+            ];
+            for (step, level) in levels.into_iter().enumerate() {
+                handle.reload(level_filter(level)).unwrap();
+                tracing::debug!("debug {step}");
+                tracing::warn!("warn {step}");
+            }
+        });
+        let got = got.lock().unwrap();
+        let messages: Vec<&str> = got
+            .iter()
+            .map(|l| l.trim_end().rsplit(": ").next().unwrap())
+            .collect();
+        assert_eq!(
+            messages,
+            ["warn 0", "debug 1", "warn 1", "warn 3"],
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -317,6 +317,80 @@ fn sighup_with_a_fifo_for_a_config_never_blocks() {
     assert!(status.success(), "{status}");
 }
 
+/// The log level follows the file on SIGHUP, down and back up: the info line "configuration
+/// reloaded" is filtered out after the first reload and written after the second, from the
+/// same call site.
+#[test]
+fn sighup_changes_the_log_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_setup(dir.path(), 1);
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let conf = dir.path().join("memstat-agentx.toml");
+    let state = dir.path().join("state").display().to_string();
+    // Everything in the file: a --log-level option would outrank the file's level.
+    let write_conf = |level: &str, state_dir: &str| {
+        let body = format!(
+            "source = \"{src}\"\nagentx-socket = \"{}\"\nstate-dir = \"{state_dir}\"\n\
+             log-level = \"{level}\"\n",
+            snmpd.agentx
+        );
+        std::fs::write(&conf, body).unwrap();
+    };
+    write_conf("info", &state);
+    let log = dir.path().join("run.log");
+    let child = Command::new(bin())
+        .args(["run", "--config"])
+        .arg(&conf)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let daemon = KillOnDrop(child);
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    let wait_log = |what: &str| {
+        let t0 = Instant::now();
+        while !log_text().contains(what) {
+            assert!(t0.elapsed() < Duration::from_secs(10), "{}", log_text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let hup = || {
+        Command::new("kill")
+            .args(["-HUP", &daemon.0.id().to_string()])
+            .status()
+            .unwrap()
+    };
+    wait_log("connected to the AgentX master");
+
+    // A state-dir change draws a warning, which both levels write: it shows that the reload
+    // was taken. The info line that follows it is not written.
+    write_conf("warn", &format!("{state}-moved"));
+    hup();
+    wait_log("state-dir changed: a restart applies that");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !log_text().contains("configuration reloaded"),
+        "{}",
+        log_text()
+    );
+
+    write_conf("info", &state);
+    hup();
+    wait_log("configuration reloaded");
+    let text = log_text();
+    assert_eq!(text.matches("configuration reloaded").count(), 1, "{text}");
+    assert_eq!(text.matches("restart applies that").count(), 1, "{text}");
+}
+
+/// Ends a daemon started with Command when the test ends, passed or failed.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A reload sent while the daemon is still starting (`service reload` right after `start`)
 /// does not end it: SIGHUP is ignored until its handler is in place.
 #[test]
