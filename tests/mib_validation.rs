@@ -18,11 +18,12 @@
 //! skips the script. The tools (smilint from smitools, snmptranslate from net-snmp's snmp
 //! package) are required: a missing tool fails the test with a message saying what to install.
 
+use agentx_proto::oid::SNMP_TRAP_OID_0;
 use agentx_proto::value::Value;
 use memstat_agentx::agent::watch::DEFINITIONS;
 use memstat_agentx::mib::{
     notification_varbinds, object_defs, Access, Notification, NotificationType, NotifiedRow,
-    ObjectDef, Syntax, MEMSTAT_MIB_ROOT, SNMP_TRAP_OID_0,
+    ObjectDef, Syntax, MEMSTAT_MIB_ROOT,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;

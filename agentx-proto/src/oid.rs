@@ -10,6 +10,14 @@ use std::str::FromStr;
 /// SNMP and AgentX never carry more than 128 sub-identifiers (RFC 2578 §3.5, RFC 2741 §5.1).
 pub const MAX_SUBIDS: usize = 128;
 
+/// sysUpTime.0 (SNMPv2-MIB): a Notify PDU may begin with it (RFC 2741 §6.2.10).
+pub const SYS_UPTIME_0: &[u32] = &[1, 3, 6, 1, 2, 1, 1, 3, 0];
+
+/// snmpTrapOID.0 (SNMPv2-MIB): the varbind of a Notify PDU that names the notification, first
+/// or right after sysUpTime.0 (RFC 2741 §6.2.10). The subagent writes it, the master reads it:
+/// one definition for both sides.
+pub const SNMP_TRAP_OID_0: &[u32] = &[1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0];
+
 /// An object identifier.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Oid(pub Vec<u32>);

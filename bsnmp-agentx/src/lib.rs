@@ -5,13 +5,15 @@
 //! - [`abi`]: bsnmpd's structures and function types, declared from its headers.
 //! - [`settings`]: module arguments (the claims) and config-section variables.
 //! - [`registry`]: claims, registrations, and which session answers for an OID.
-//! - [`master`]: sockets, sessions, forwarding; no FFI.
-//! - `sys`: send(2) without SIGPIPE, which bsnmpd does not ignore.
+//! - `master`: listeners, sessions, forwarding; no FFI.
+//! - `error_status`: the SNMP error-status an op returns, as a type.
+//! - `sys`: send(2) without SIGPIPE, and poll(2), which std does not offer.
 //! - this file: the exported `config` symbol and the thin FFI layer. Every entry point runs
 //!   under `catch_unwind`, so a panic never unwinds into bsnmpd; it becomes genErr or an
 //!   `init` failure.
 pub mod abi;
-pub mod master;
+mod error_status;
+mod master;
 pub mod registry;
 pub mod settings;
 mod sys;
@@ -19,6 +21,7 @@ mod sys;
 use abi::*;
 use agentx_proto::oid::Oid;
 use agentx_proto::pdu::{Value, VarBind};
+use error_status::ErrorStatus;
 use master::{Host, Master};
 use settings::{parse_args, Settings, VarValue, VARS};
 use std::cell::UnsafeCell;
@@ -27,6 +30,7 @@ use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::os::unix::io::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, TryLockError};
+use std::time::Instant;
 
 /// The module's own variables live under this OID: `enterprises.32473.2.1.N` (32473 is the
 /// documentation enterprise number MEMSTAT-MIB also uses as a placeholder).
@@ -135,6 +139,10 @@ impl Host for BsnmpdHost {
     fn uptime(&self) -> u32 {
         // SAFETY: get_ticks has no arguments; start_tick is bsnmpd's u64 variable.
         unsafe { (self.0.get_ticks)().wrapping_sub(*self.0.start_tick) as u32 }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::now()
     }
 
     fn or_register(&mut self, id: &Oid, descr: &[u8]) -> u32 {
@@ -361,33 +369,33 @@ unsafe extern "C" fn op_claim(
     iidx: c_uint,
     op: snmp_op,
 ) -> c_int {
-    guarded(SNMP_ERR_GENERR, || {
+    guarded(ErrorStatus::GEN_ERR, || {
         // SAFETY: bsnmpd passes its binding, valid and exclusively ours for the call.
         let Some(value) = (unsafe { value.as_mut() }) else {
-            return SNMP_ERR_GENERR;
+            return ErrorStatus::GEN_ERR;
         };
         // SAFETY: ctx and its scratch are bsnmpd's, valid for the call (or NULL).
         let scratch = unsafe { ctx.as_mut().and_then(|c| c.scratch.as_mut()) };
         let var = Oid(value.var.as_slice().to_vec());
         with_state(|s| match op {
             SNMP_OP_GET => match s.master.get(&var) {
-                Ok(v) if fill_owned(value, &v) => SNMP_ERR_NOERROR,
-                Ok(_) => SNMP_ERR_GENERR,
+                Ok(v) if fill_owned(value, &v) => ErrorStatus::NO_ERROR,
+                Ok(_) => ErrorStatus::GEN_ERR,
                 Err(e) => e,
             },
             SNMP_OP_GETNEXT => match s.master.get_next(iidx as usize, &var) {
                 Ok(vb) => match asn_oid::from_slice(&vb.name.0) {
                     Some(name) if fill_owned(value, &vb.value) => {
                         value.var = name;
-                        SNMP_ERR_NOERROR
+                        ErrorStatus::NO_ERROR
                     }
-                    _ => SNMP_ERR_GENERR,
+                    _ => ErrorStatus::GEN_ERR,
                 },
                 Err(e) => e,
             },
             SNMP_OP_SET => {
                 let Some(v) = read_value(value) else {
-                    return SNMP_ERR_WRONG_TYPE;
+                    return ErrorStatus::WRONG_TYPE;
                 };
                 match s.master.set(VarBind {
                     name: var,
@@ -397,17 +405,27 @@ unsafe extern "C" fn op_claim(
                         if let Some(sc) = scratch {
                             sc.int1 = txn;
                         }
-                        SNMP_ERR_NOERROR
+                        ErrorStatus::NO_ERROR
                     }
                     Err(e) => e,
                 }
             }
-            SNMP_OP_COMMIT => scratch.map_or(0, |sc| s.master.commit(sc.int1)),
-            SNMP_OP_ROLLBACK => scratch.map_or(0, |sc| s.master.rollback(sc.int1)),
-            _ => SNMP_ERR_GENERR,
+            SNMP_OP_COMMIT => {
+                if let Some(sc) = scratch {
+                    s.master.commit(sc.int1);
+                }
+                ErrorStatus::NO_ERROR
+            }
+            SNMP_OP_ROLLBACK => match scratch.map(|sc| s.master.rollback(sc.int1)) {
+                Some(Err(e)) => e,
+                Some(Ok(())) | None => ErrorStatus::NO_ERROR,
+            },
+            _ => ErrorStatus::GEN_ERR,
         })
-        .unwrap_or(SNMP_ERR_GENERR)
+        .unwrap_or(ErrorStatus::GEN_ERR)
     })
+    // The int bsnmpd wants: ErrorStatus holds bsnmp's own numbering (see error_status.rs).
+    .0
 }
 
 /// The op of the config variables: `iidx` is the variable's sub-identifier.
@@ -418,22 +436,22 @@ unsafe extern "C" fn op_config(
     iidx: c_uint,
     op: snmp_op,
 ) -> c_int {
-    guarded(SNMP_ERR_GENERR, || {
+    guarded(ErrorStatus::GEN_ERR, || {
         // SAFETY: as in op_claim.
         let Some(value) = (unsafe { value.as_mut() }) else {
-            return SNMP_ERR_GENERR;
+            return ErrorStatus::GEN_ERR;
         };
         with_state(|s| match op {
             SNMP_OP_GET => {
                 let v = match s.master.settings.get(iidx) {
                     Some(Ok(i)) => Value::Integer(i),
                     Some(Err(b)) => Value::OctetString(b),
-                    None => return SNMP_ERR_NOSUCHNAME,
+                    None => return ErrorStatus::NO_SUCH_NAME,
                 };
                 if fill_owned(value, &v) {
-                    SNMP_ERR_NOERROR
+                    ErrorStatus::NO_ERROR
                 } else {
-                    SNMP_ERR_GENERR
+                    ErrorStatus::GEN_ERR
                 }
             }
             SNMP_OP_SET => {
@@ -441,20 +459,20 @@ unsafe extern "C" fn op_config(
                 let v = match &read {
                     Some(Value::Integer(i)) => VarValue::Int(*i),
                     Some(Value::OctetString(b)) => VarValue::Octets(b),
-                    _ => return SNMP_ERR_WRONG_TYPE,
+                    _ => return ErrorStatus::WRONG_TYPE,
                 };
                 let before = s.master.settings.clone();
                 match s.master.settings.set(iidx, v) {
                     Ok(()) => {
                         s.undo.push(before);
-                        SNMP_ERR_NOERROR
+                        ErrorStatus::NO_ERROR
                     }
                     Err(e) => {
                         syslog(
                             libc::LOG_ERR,
                             &format!("agentx: {}: {}", var_name(iidx), e.0),
                         );
-                        SNMP_ERR_WRONG_VALUE
+                        ErrorStatus::WRONG_VALUE
                     }
                 }
             }
@@ -462,16 +480,17 @@ unsafe extern "C" fn op_config(
                 if let Some(before) = s.undo.pop() {
                     s.master.settings = before;
                 }
-                SNMP_ERR_NOERROR
+                ErrorStatus::NO_ERROR
             }
             SNMP_OP_COMMIT => {
                 s.undo.clear();
-                SNMP_ERR_NOERROR
+                ErrorStatus::NO_ERROR
             }
-            _ => SNMP_ERR_NOSUCHNAME,
+            _ => ErrorStatus::NO_SUCH_NAME,
         })
-        .unwrap_or(SNMP_ERR_GENERR)
+        .unwrap_or(ErrorStatus::GEN_ERR)
     })
+    .0
 }
 
 fn var_name(subid: u32) -> &'static str {

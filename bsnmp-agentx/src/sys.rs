@@ -41,8 +41,10 @@ pub(crate) fn send_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
 }
 
 /// Writes all of `buf` to the non-blocking socket `fd`, waiting with poll(2) while it is
-/// full, until `deadline`: then `TimedOut`, with part of `buf` possibly written.
-pub(crate) fn send_all_by(fd: RawFd, mut buf: &[u8], deadline: Instant) -> io::Result<()> {
+/// full, for at most `timeout` in all: then `TimedOut`, with part of `buf` possibly written.
+/// (A time left rather than a deadline: the caller's deadlines are on the master's clock.)
+pub(crate) fn send_all_within(fd: RawFd, mut buf: &[u8], timeout: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + timeout;
     while !buf.is_empty() {
         match send_some(fd, buf) {
             Ok(n) => buf = &buf[n..],

@@ -30,9 +30,7 @@ pub use date_and_time::date_and_time;
 pub use group::Found;
 use group::{served_columns, Group, ServedColumns, View};
 use notify::NOTIFY_OBJECT_DEFS;
-pub use notify::{
-    notification_varbinds, Notification, NotificationType, NotifiedRow, SNMP_TRAP_OID_0,
-};
+pub use notify::{notification_varbinds, Notification, NotificationType, NotifiedRow};
 pub use types::Row;
 use types::SnapshotRows;
 

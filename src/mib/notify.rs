@@ -4,7 +4,7 @@
 //! sent, and the settings that govern it, are defined with it in `agent::watch`.
 
 use super::{object_oid, root, text, Syntax, NOTIFICATIONS};
-use agentx_proto::oid::Oid;
+use agentx_proto::oid::{Oid, SNMP_TRAP_OID_0};
 use agentx_proto::value::{Value, VarBind};
 use std::fmt;
 
@@ -54,9 +54,6 @@ impl fmt::Debug for NotificationType {
         f.write_str(self.name)
     }
 }
-
-/// snmpTrapOID.0 (SNMPv2-MIB), the first varbind of every Notify we send.
-pub const SNMP_TRAP_OID_0: &[u32] = &[1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0];
 
 /// The row of memTypeTable a notification is about: the columns it carries are sent as
 /// that row's instances.
