@@ -1146,3 +1146,63 @@ fn notification_drift_catches_changes() {
         "a notification without a definition went unnoticed:\n{joined}"
     );
 }
+
+/// The enumeration of a textual convention of `src`: its labels and values, in order.
+fn tc_enumeration(src: &str, tc: &str) -> (String, Vec<(String, u32)>) {
+    let start = src
+        .find(&format!("\n{tc} ::= TEXTUAL-CONVENTION"))
+        .unwrap_or_else(|| panic!("{tc} is in the MIB"));
+    let body = &src[start..];
+    let syntax = body.find("SYNTAX").expect("a SYNTAX clause");
+    let open = syntax + body[syntax..].find('{').expect("an enumeration");
+    let close = open + body[open..].find('}').expect("its end");
+    let values = body[open + 1..close]
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            let (label, rest) = item.split_once('(').expect("label(value)");
+            let value = rest.trim_end_matches(')').parse().expect("a number");
+            (label.trim().to_string(), value)
+        })
+        .collect();
+    (body[..syntax].to_string(), values)
+}
+
+/// MemKernelKind lists exactly the kinds the sources define, by label and value, and its
+/// DESCRIPTION names each kind's field; every kind's parent is another kind (or 0).
+#[test]
+fn memkernelkind_is_the_sources_kinds() {
+    use memstat_agentx::memstat::source::SOURCES;
+    let src = std::fs::read_to_string(repo().join(MIB_FILE)).unwrap();
+    let (description, mib) = tc_enumeration(&src, "MemKernelKind");
+    let kinds: Vec<_> = SOURCES.iter().flat_map(|d| d.kinds.iter()).collect();
+    let code: Vec<(String, u32)> = kinds
+        .iter()
+        .map(|k| (k.name.to_string(), k.index))
+        .collect();
+    let mut sorted = code.clone();
+    sorted.sort_by_key(|(_, v)| *v);
+    assert_eq!(mib, sorted, "MemKernelKind against the sources' kinds");
+    for k in &kinds {
+        let field = k.figure.split_once('.').map_or(k.figure, |(_, f)| f);
+        let entry = format!("{}({})", k.name, k.index);
+        let at = description
+            .find(&entry)
+            .unwrap_or_else(|| panic!("MemKernelKind describes {entry}"));
+        let next = description[at + entry.len()..]
+            .find(" - ")
+            .map(|p| at + entry.len() + p);
+        let text = &description[next.unwrap_or(at)..];
+        let text = &text[..text.find("\n\n").unwrap_or(text.len()).min(400)];
+        assert!(
+            text.contains(field),
+            "{entry}'s description names {field}: {text}"
+        );
+        assert!(
+            k.parent == 0 || kinds.iter().any(|p| p.index == k.parent),
+            "{}'s parent {} is a kind",
+            k.name,
+            k.parent
+        );
+    }
+}

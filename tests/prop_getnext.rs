@@ -36,11 +36,12 @@ use agentx_proto::oid::Oid;
 use agentx_proto::pdu::{Payload, Pdu, ResError, SearchRange, Value};
 use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
 use memstat_agentx::index::StableIndexes;
-use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, SourceError};
+use memstat_agentx::memstat::source::SOURCES;
+use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, SourceData, SourceError, SourceRead};
 use memstat_agentx::mib::{object_defs, Access, DaemonStatus, SourceStatus};
 use memstat_agentx::statedir::StateDirProblem;
 use proptest::prelude::*;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
 const R: [u32; 8] = [1, 3, 6, 1, 4, 1, 32473, 1];
@@ -136,6 +137,7 @@ fn expected(
     indexes: &[u32],
     discontinuity: &[u32],
     st: &DaemonStatus,
+    figures: &BTreeMap<String, u64>,
 ) -> Vec<(Vec<u32>, Value)> {
     let mut out: Vec<(Vec<u32>, Value)> = Vec::new();
     let mut put = |oid: Vec<u32>, v: Option<Value>| {
@@ -275,6 +277,21 @@ fn expected(
             c64(sum(&|t| Some(t.free_count?.saturating_mul(t.size?)))),
         );
         put(r(&[1, 4, 1, 5, n]), c64(sum(&|t| t.failures)));
+    }
+
+    // memKernelTable: R.1.6.1.col.kind, a row per kind of kernel memory whose figure the
+    // snapshot holds, by its MemKernelKind (the sources' definitions give each kind's value,
+    // label, figure, parent and flags; tests/mib_validation.rs holds them to the MIB text).
+    let truth = |b: bool| Value::Integer(if b { 1 } else { 2 });
+    for k in SOURCES.iter().flat_map(|d| d.kinds.iter()) {
+        let Some(&bytes) = figures.get(k.figure) else {
+            continue;
+        };
+        put(r(&[1, 6, 1, 2, k.index]), Some(admin_string(k.name)));
+        put(r(&[1, 6, 1, 3, k.index]), Some(Value::Counter64(bytes)));
+        put(r(&[1, 6, 1, 4, k.index]), Some(Value::Gauge32(k.parent)));
+        put(r(&[1, 6, 1, 5, k.index]), Some(truth(k.reclaimable)));
+        put(r(&[1, 6, 1, 6, k.index]), Some(truth(k.stackable)));
     }
 
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -483,6 +500,9 @@ struct Scenario {
     persistence: Option<String>,
     sent: u64,
     dropped: u64,
+    /// The kernel-wide figures of the good read: some of the kinds' figures, and one no
+    /// kind serves.
+    figures: BTreeMap<String, u64>,
 }
 
 /// An agent that went through `sc` with the snapshot `types`, keys given `indexes`; and the
@@ -539,7 +559,13 @@ fn serve(types: &[MemoryType], indexes: &[u32], sc: &Scenario) -> (Served, Vec<u
         agent.master_uptime(*master_now, at);
     }
     agent.read_started(at);
-    agent.read_finished(Ok(types.to_vec()), at);
+    let good = SourceRead {
+        parts: vec![Ok(SourceData {
+            types: types.to_vec(),
+            figures: sc.figures.clone(),
+        })],
+    };
+    agent.read_finished(good, at);
     if let Reads::GoodThenFailed(e) = &sc.reads {
         let later = at + Duration::from_millis(sc.age_ms / 2);
         agent.read_started(later);
@@ -712,6 +738,22 @@ fn arb_reads() -> impl Strategy<Value = Reads> {
     ]
 }
 
+/// Kernel-wide figures: any of the kinds' figures, and sometimes one that no kind serves.
+fn arb_figures() -> impl Strategy<Value = BTreeMap<String, u64>> {
+    let mut keys: Vec<String> = SOURCES
+        .iter()
+        .flat_map(|d| d.kinds.iter())
+        .map(|k| k.figure.to_string())
+        .collect();
+    keys.push("test.served_by_no_kind".into());
+    let n = keys.len();
+    proptest::sample::subsequence(keys, 0..=n).prop_flat_map(|keys| {
+        let n = keys.len();
+        proptest::collection::vec(prop_oneof![Just(0u64), any::<u64>()], n)
+            .prop_map(move |values| keys.iter().cloned().zip(values).collect())
+    })
+}
+
 fn arb_scenario(types: usize) -> impl Strategy<Value = Scenario> {
     let before = prop_oneof![Just(Before::New), Just(Before::Seen), Just(Before::Reset)];
     (
@@ -727,9 +769,19 @@ fn arb_scenario(types: usize) -> impl Strategy<Value = Scenario> {
             prop_oneof![Just(0u64), any::<u64>()],
             prop_oneof![Just(0u64), any::<u64>()],
         ),
+        arb_figures(),
     )
         .prop_map(
-            |(source, read_after_ms, age_ms, reads, before, persistence, (sent, dropped))| {
+            |(
+                source,
+                read_after_ms,
+                age_ms,
+                reads,
+                before,
+                persistence,
+                (sent, dropped),
+                figures,
+            )| {
                 Scenario {
                     source,
                     read_after_ms,
@@ -739,6 +791,7 @@ fn arb_scenario(types: usize) -> impl Strategy<Value = Scenario> {
                     persistence,
                     sent,
                     dropped,
+                    figures,
                 }
             },
         )
@@ -819,11 +872,11 @@ proptest! {
     ) {
         let (mut s, disc) = serve(&types, &indexes, &sc);
         let st = status_of(&s, &sc);
-        let served: &[MemoryType] = match sc.reads {
-            Reads::Failed(_) => &[],
-            _ => &types,
+        let (served, figures): (&[MemoryType], BTreeMap<String, u64>) = match sc.reads {
+            Reads::Failed(_) => (&[], BTreeMap::new()),
+            _ => (&types, sc.figures.clone()),
         };
-        let all = expected(served, &indexes, &disc, &st);
+        let all = expected(served, &indexes, &disc, &st, &figures);
         let instances: HashSet<&[u32]> = all.iter().map(|(o, _)| o.as_slice()).collect();
 
         for chunk in all.chunks(8) {
@@ -989,7 +1042,12 @@ fn the_model_has_every_object_the_mib_defines() {
             types: Some(1),
         }],
     };
-    let all = expected(&[t], &[1], &[0], &st);
+    let figures = SOURCES
+        .iter()
+        .flat_map(|d| d.kinds.iter())
+        .map(|k| (k.figure.to_string(), 1))
+        .collect();
+    let all = expected(&[t], &[1], &[0], &st, &figures);
     let accessible: Vec<(&str, Vec<u32>)> = object_defs()
         .into_iter()
         .filter(|d| d.access == Access::ReadOnly)

@@ -23,6 +23,7 @@ pub const SOURCE: SourceDef = SourceDef {
     opening: Opening::Reopened,
     fills: Fills::Anything,
     groups: &[],
+    kinds: &[],
     open: open_source,
 };
 

@@ -30,6 +30,7 @@ pub const SOURCE: SourceDef = SourceDef {
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[Allocator::Slab]),
     groups: &[],
+    kinds: &[],
     open: open_source,
 };
 

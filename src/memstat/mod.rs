@@ -13,6 +13,7 @@ pub(crate) mod error;
 pub mod fixture;
 pub mod linux;
 pub mod malloc;
+pub mod meminfo;
 pub mod source;
 pub(crate) mod source_def;
 pub(crate) mod stream;

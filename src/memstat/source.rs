@@ -1,7 +1,8 @@
 //! The source registry: every source the daemon can read, each one definition.
 //!
-//! A source is a [`SourceDef`] in its own module (the Linux slab reader in `linux`, the
-//! FreeBSD sysctl streams in `sysctl`, the JSON fixture in `fixture`), listed once in
+//! A source is a [`SourceDef`] in its own module (the Linux slab reader in `linux`, the Linux
+//! kernel memory of /proc/meminfo in `meminfo`, the FreeBSD sysctl streams in `sysctl`, the
+//! JSON fixture in `fixture`), listed once in
 //! [`SOURCES`]. Everything else comes from that list: parsing the `source` setting and its
 //! errors, what `auto` reads on this platform, the help text and the man page's list (checked
 //! against the registry by a test), and opening and reading the sources of one refresh.
@@ -12,14 +13,21 @@
 
 use super::error::SourceError;
 use super::source_def::Reading;
-pub use super::source_def::{FigureGroup, FigureObject, Fills, Opening, Os, PathRule, SourceDef};
-use super::{fixture, linux, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
+pub use super::source_def::{
+    FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, SourceDef,
+};
+use super::{fixture, linux, meminfo, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 /// Every source, in the order `auto` and the documentation list them.
-pub const SOURCES: &[&SourceDef] = &[&linux::SOURCE, &sysctl::SOURCE, &fixture::SOURCE];
+pub const SOURCES: &[&SourceDef] = &[
+    &linux::SOURCE,
+    &meminfo::SOURCE,
+    &sysctl::SOURCE,
+    &fixture::SOURCE,
+];
 
 /// The words `--help`, the man page and the errors use for one entry: `name`, `name[:PATH]`
 /// or `name:PATH`.

@@ -22,6 +22,8 @@ pub struct SourceDef {
     pub fills: Fills,
     /// The groups of scalars its kernel-wide figures fill, if it reads any.
     pub groups: &'static [FigureGroup],
+    /// The rows of memKernelTable its figures fill, if any.
+    pub kinds: &'static [KernelKind],
     /// Opens it (before the privilege drop: see [`Opening`]).
     pub(crate) open: OpenFn,
 }
@@ -122,4 +124,25 @@ pub struct FigureObject {
     pub name: &'static str,
     /// The figure it serves (a key of `Snapshot::figures`).
     pub figure: &'static str,
+}
+
+/// A kind of kernel memory: a row of memKernelTable, which a source's figure fills. Its
+/// index is a MemKernelKind value, the same on every host and across restarts; the rows form
+/// a tree by `parent`, in which the children of one parent never overlap unless one of them
+/// says so (`stackable: false`).
+#[derive(Debug)]
+pub struct KernelKind {
+    /// Its MemKernelKind value (memKernelIndex).
+    pub index: u32,
+    /// Its MemKernelKind label (memKernelName).
+    pub name: &'static str,
+    /// The figure of its bytes (a key of `Snapshot::figures`); absent figure, absent row.
+    pub figure: &'static str,
+    /// The kind it is a part of, 0 at the top (memKernelParent).
+    pub parent: u32,
+    /// Memory the kernel gives back under pressure (memKernelReclaimable).
+    pub reclaimable: bool,
+    /// False when it overlaps its siblings, so that a poller must not stack it with them
+    /// (memKernelStackable).
+    pub stackable: bool,
 }

@@ -21,6 +21,7 @@ pub(crate) const SOURCE: SourceDef = SourceDef {
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[malloc::ALLOCATOR.allocator, uma::ALLOCATOR.allocator]),
     groups: &[],
+    kinds: &[],
     open: open_source,
 };
 

@@ -22,6 +22,7 @@ mod daemon;
 mod date_and_time;
 mod figures;
 mod group;
+mod kernel;
 mod notify;
 mod types;
 
@@ -87,6 +88,7 @@ static TYPE_GROUPS: &[&dyn Group<SnapshotRows>] = &[
     &types::TYPE_TABLE,
     &types::CPU_TABLE,
     &types::ALLOCATOR_TABLE,
+    &kernel::KERNEL_TABLE,
 ];
 
 /// Every group a snapshot fills: the type tables, then every source's figure groups.

@@ -1,0 +1,144 @@
+//! memKernelTable through the real snmpd: the live /proc/meminfo against the served rows
+//! (read before and after the walk, every served row lies between the two readings), the
+//! fields this kernel lacks absent, and the tree's parent sums.
+
+mod common;
+
+use common::*;
+use memstat_agentx::memstat::meminfo;
+use memstat_agentx::memstat::source::SOURCES;
+use std::collections::BTreeMap;
+
+const KERNEL_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.6.1";
+const SNAPSHOT_AGE: &str = ".1.3.6.1.4.1.32473.1.1.1.3.0";
+
+/// The served table: per row index, its columns by number.
+fn walk_kernel_table(port: u16) -> BTreeMap<u32, BTreeMap<u32, String>> {
+    let mut rows: BTreeMap<u32, BTreeMap<u32, String>> = BTreeMap::new();
+    for l in bulkwalk(port, KERNEL_ENTRY, &["-On"]) {
+        let rest = l.oid.strip_prefix(KERNEL_ENTRY).expect("under the entry");
+        let mut arcs = rest.trim_start_matches('.').split('.');
+        let column: u32 = arcs.next().unwrap().parse().unwrap();
+        let index: u32 = arcs.next().unwrap().parse().unwrap();
+        assert!(arcs.next().is_none(), "{}", l.oid);
+        rows.entry(index).or_default().insert(column, l.value);
+    }
+    rows
+}
+
+fn live_meminfo() -> BTreeMap<String, u64> {
+    let text = std::fs::read(meminfo::MEMINFO).expect("/proc/meminfo");
+    meminfo::parse(&text, meminfo::MEMINFO).expect("the live file parses")
+}
+
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "needs Linux's /proc/meminfo")]
+fn the_served_rows_are_the_live_meminfo_and_add_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    // The live file alone, at max-age 0.5 s: the walk's rows come from one read between the
+    // two readings here.
+    let daemon = Daemon::start(
+        &snmpd,
+        &[
+            "--source",
+            "meminfo",
+            "--state-dir",
+            &state,
+            "--max-age",
+            "0.5",
+        ],
+    );
+    let before = live_meminfo();
+    // Until the snapshot is older than max-age (memSnapshotAge, in ms): then the walk's
+    // first request reads the file again, after `before`, and the walk is answered from
+    // that one read.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let age = get(snmpd.port, &[SNAPSHOT_AGE]);
+        if age[0].value.parse::<u64>().is_ok_and(|ms| ms > 500) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "memSnapshotAge never passed 500 ms: {age:?}\n{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let rows = walk_kernel_table(snmpd.port);
+    let after = live_meminfo();
+    let kinds: Vec<_> = SOURCES.iter().flat_map(|d| d.kinds.iter()).collect();
+    for k in &kinds {
+        let (b, a) = (before.get(k.figure), after.get(k.figure));
+        let Some(row) = rows.get(&k.index) else {
+            assert!(
+                b.is_none() && a.is_none(),
+                "{} ({}) is in the file but not served",
+                k.name,
+                k.figure
+            );
+            continue;
+        };
+        let (b, a) = (
+            *b.expect("served, so in the file"),
+            *a.expect("in the file"),
+        );
+        let bytes: u64 = row[&3].parse().unwrap();
+        let (lo, hi) = (b.min(a), b.max(a));
+        assert!(
+            (lo..=hi).contains(&bytes),
+            "{}: served {bytes}, the file read {b} then {a}",
+            k.name
+        );
+        assert_eq!(row[&2], k.name, "memKernelName");
+        assert_eq!(
+            row[&4],
+            k.parent.to_string(),
+            "memKernelParent of {}",
+            k.name
+        );
+        let truth = |b: bool| if b { "1" } else { "2" };
+        assert_eq!(
+            row[&5],
+            truth(k.reclaimable),
+            "memKernelReclaimable of {}",
+            k.name
+        );
+        assert_eq!(
+            row[&6],
+            truth(k.stackable),
+            "memKernelStackable of {}",
+            k.name
+        );
+    }
+    // What this kernel lacks (the development machine has no ShadowCallStack or
+    // HardwareCorrupted) is absent, not 0: every served row is in the file.
+    for index in rows.keys() {
+        let k = kinds
+            .iter()
+            .find(|k| k.index == *index)
+            .expect("a known kind");
+        assert!(
+            before.contains_key(k.figure),
+            "{} served, not in the file",
+            k.name
+        );
+    }
+    assert!(rows.contains_key(&1), "slab is served");
+    // The children of one parent, stackable ones, never exceed it (one read fills them all).
+    for (index, row) in &rows {
+        let bytes: u64 = row[&3].parse().unwrap();
+        let children: u64 = rows
+            .values()
+            .filter(|r| r[&4] == index.to_string() && r[&6] == "1")
+            .map(|r| r[&3].parse::<u64>().unwrap())
+            .sum();
+        assert!(
+            children <= bytes,
+            "row {index}: children {children} > {bytes}"
+        );
+    }
+    drop(daemon);
+}
