@@ -9,13 +9,15 @@
 
 use agentx_proto::pdu::{self, DecodeErrorKind, Header, Pdu, HEADER_LEN, MAX_PAYLOAD};
 use memstat_agentx::config::RawSettings;
-use memstat_agentx::memstat::{fixture, linux, malloc, uma, MemoryType};
+use memstat_agentx::memstat::{arcstats, fixture, linux, malloc, meminfo, uma, MemoryType};
 use std::path::Path;
 
 /// The targets by name, for the regression test and scripts/fuzz.
-pub const TARGETS: [&str; 6] = [
+pub const TARGETS: [&str; 8] = [
     "agentx_pdu",
     "slabinfo",
+    "meminfo",
+    "arcstats",
     "uma_stream",
     "malloc_stream",
     "fixture_json",
@@ -27,6 +29,8 @@ pub fn run(target: &str, data: &[u8]) {
     match target {
         "agentx_pdu" => agentx_pdu(data),
         "slabinfo" => slabinfo(data),
+        "meminfo" => meminfo(data),
+        "arcstats" => arcstats(data),
         "uma_stream" => uma_stream(data),
         "malloc_stream" => malloc_stream(data),
         "fixture_json" => fixture_json(data),
@@ -105,6 +109,47 @@ fn decode_one(frame: &[u8]) {
 }
 
 /// `linux::parse` on the input as UTF-8 (the reader rejects other bytes before parsing).
+/// `memstat::meminfo::parse` on the raw bytes: each figure is one of the kinds' and a whole
+/// number of KiB (or saturated), no more figures than lines; errors name the file and a line.
+pub fn meminfo(data: &[u8]) {
+    match meminfo::parse(data, "fuzz-meminfo") {
+        Ok(figures) => {
+            let lines = data.split(|&b| b == b'\n').count();
+            assert!(figures.len() <= lines);
+            for (k, v) in &figures {
+                assert!(meminfo::KINDS.iter().any(|kind| kind.figure == k), "{k}");
+                assert!(v % 1024 == 0 || *v == u64::MAX, "{k} = {v}");
+            }
+        }
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains("fuzz-meminfo") && m.contains("line "), "{m}");
+        }
+    }
+}
+
+/// `memstat::arcstats::parse` on the raw bytes: every figure is `arcstats.` and a name
+/// without whitespace, no more figures than lines; errors name the file and a line.
+pub fn arcstats(data: &[u8]) {
+    match arcstats::parse(data, "fuzz-arcstats") {
+        Ok(figures) => {
+            let lines = data.split(|&b| b == b'\n').count();
+            assert!(figures.len() <= lines);
+            for k in figures.keys() {
+                let name = k.strip_prefix("arcstats.").expect("the source's prefix");
+                assert!(
+                    !name.is_empty() && !name.contains(char::is_whitespace),
+                    "{k:?}"
+                );
+            }
+        }
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains("fuzz-arcstats") && m.contains("line "), "{m}");
+        }
+    }
+}
+
 pub fn slabinfo(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;

@@ -454,6 +454,23 @@ weird 10 5 8 1 1 : tunables 0 0 0 : slabdata 1 1 0\n";
         put("slabinfo", "live-head", (head.join("\n") + "\n").as_bytes());
     }
 
+    let meminfo = "MemTotal:       24683584 kB\n\
+Slab:             842804 kB\n\
+SReclaimable:     774804 kB\n\
+SUnreclaim:        68000 kB\n\
+SecPageTables:\t       0 kB\n\
+HugePages_Total:       0\n";
+    put("meminfo", "sample", meminfo.as_bytes());
+    if let Ok(live) = std::fs::read("/proc/meminfo") {
+        put("meminfo", "live", &live);
+    }
+    let arc = "13 1 0x01 3 240 5404391811 1099539417562993\n\
+name                            type data\n\
+hits                            4    1234567\n\
+size                            4    2147483648\n\
+arc_raw_size                    3    -1\n";
+    put("arcstats", "sample", arc.as_bytes());
+
     let data = repo().join("tests/data/freebsd");
     put(
         "uma_stream",

@@ -142,3 +142,33 @@ fn the_served_rows_are_the_live_meminfo_and_add_up() {
     }
     drop(daemon);
 }
+
+/// The ARC's row from a file in OpenZFS's kstat format, beside the live meminfo.
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "needs Linux's /proc/meminfo")]
+fn the_arc_is_a_row_from_a_kstat_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let arc = dir.path().join("arcstats");
+    std::fs::write(
+        &arc,
+        "13 1 0x01 3 240 5404391811 1099539417562993\n\
+         name                            type data\n\
+         hits                            4    1234567\n\
+         size                            4    2147483648\n\
+         c_min                           4    1073741824\n",
+    )
+    .unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    let src = format!("meminfo,arcstats:{}", arc.display());
+    let _daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
+    let rows = walk_kernel_table(snmpd.port);
+    let zfs = &rows[&13];
+    assert_eq!(zfs[&2], "zfsArc");
+    assert_eq!(zfs[&3], "2147483648");
+    assert_eq!(
+        (zfs[&4].as_str(), zfs[&5].as_str(), zfs[&6].as_str()),
+        ("0", "1", "2")
+    );
+    assert!(rows.contains_key(&1), "meminfo's rows beside it");
+}

@@ -1,7 +1,8 @@
 //! The source registry: every source the daemon can read, each one definition.
 //!
 //! A source is a [`SourceDef`] in its own module (the Linux slab reader in `linux`, the Linux
-//! kernel memory of /proc/meminfo in `meminfo`, the FreeBSD sysctl streams in `sysctl`, the
+//! kernel memory of /proc/meminfo in `meminfo`, the ZFS ARC of OpenZFS's kstat file in
+//! `arcstats`, the FreeBSD sysctl streams in `sysctl`, the
 //! JSON fixture in `fixture`), listed once in
 //! [`SOURCES`]. Everything else comes from that list: parsing the `source` setting and its
 //! errors, what `auto` reads on this platform, the help text and the man page's list (checked
@@ -16,7 +17,7 @@ use super::source_def::Reading;
 pub use super::source_def::{
     FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, SourceDef,
 };
-use super::{fixture, linux, meminfo, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
+use super::{arcstats, fixture, linux, meminfo, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -25,6 +26,7 @@ use std::str::FromStr;
 pub const SOURCES: &[&SourceDef] = &[
     &linux::SOURCE,
     &meminfo::SOURCE,
+    &arcstats::SOURCE,
     &sysctl::SOURCE,
     &fixture::SOURCE,
 ];
