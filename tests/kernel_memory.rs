@@ -172,3 +172,67 @@ fn the_arc_is_a_row_from_a_kstat_file() {
     );
     assert!(rows.contains_key(&1), "meminfo's rows beside it");
 }
+
+/// A FreeBSD host's overview replayed from a fixture on Linux: the figures a FreeBSD
+/// host's `dump --format json` carries, from sysctl values as the kernel gives them
+/// (v_wire_count pages, hw.pagesize, vm.uma_kmem_total and vfs.bufspace in bytes, the malloc
+/// types' memory in use), served as the wired tree.
+#[test]
+fn a_freebsd_hosts_overview_replays_from_a_fixture() {
+    use memstat_agentx::memstat::{fixture, Snapshot};
+    let dir = tempfile::tempdir().unwrap();
+    let (page, wire_count, user_wired, uma, bufspace, malloc) = (
+        4096u64,
+        500_000u64,
+        1_000u64,
+        900_000_000u64,
+        300_000_000u64,
+        120_000_000u64,
+    );
+    let mut snap = Snapshot::new(1, std::time::UNIX_EPOCH, "freebsd".into(), Vec::new());
+    for (k, v) in [
+        ("freebsd.wired", wire_count * page),
+        ("freebsd.wired_user", user_wired * page),
+        ("freebsd.uma", uma),
+        ("freebsd.malloc", malloc),
+        ("freebsd.bufspace", bufspace),
+        ("freebsd.wired_other", wire_count * page - uma - bufspace),
+    ] {
+        snap.figures.insert(k.into(), v);
+    }
+    let fix = dir.path().join("freebsd.json");
+    std::fs::write(&fix, fixture::to_json(&snap)).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let state = dir.path().join("state").display().to_string();
+    let src = format!("fixture:{}", fix.display());
+    let _daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
+    let rows = walk_kernel_table(snmpd.port);
+    let bytes = |i: u32| rows[&i][&3].parse::<u64>().unwrap();
+    let names: Vec<(u32, &str)> = rows.iter().map(|(i, r)| (*i, r[&2].as_str())).collect();
+    assert_eq!(
+        names,
+        [
+            (32, "wired"),
+            (33, "wiredUser"),
+            (34, "uma"),
+            (35, "malloc"),
+            (37, "bufferCache"),
+            (38, "wiredOther")
+        ],
+        "no ZFS, no zfsArcWired row; no Linux rows"
+    );
+    assert_eq!(bytes(32), wire_count * page);
+    // The stackable children of wired add up to it; wiredUser overlaps and is marked so.
+    let stackable_children: u64 = rows
+        .iter()
+        .filter(|(_, r)| r[&4] == "32" && r[&6] == "1")
+        .map(|(i, _)| bytes(*i))
+        .sum();
+    assert_eq!(stackable_children, bytes(32));
+    assert_eq!(rows[&33][&6], "2", "wiredUser is not stackable");
+    assert_eq!(
+        (rows[&35][&4].as_str(), rows[&35][&6].as_str()),
+        ("34", "2"),
+        "malloc under uma, not stackable"
+    );
+}

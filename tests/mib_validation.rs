@@ -1169,7 +1169,7 @@ fn tc_enumeration(src: &str, tc: &str) -> (String, Vec<(String, u32)>) {
 }
 
 /// MemKernelKind lists exactly the kinds the sources define, by label and value, and its
-/// DESCRIPTION names each kind's field; every kind's parent is another kind (or 0).
+/// DESCRIPTION names where each kind is read from; every kind's parent is another kind (or 0).
 #[test]
 fn memkernelkind_is_the_sources_kinds() {
     use memstat_agentx::memstat::source::SOURCES;
@@ -1184,7 +1184,7 @@ fn memkernelkind_is_the_sources_kinds() {
     sorted.sort_by_key(|(_, v)| *v);
     assert_eq!(mib, sorted, "MemKernelKind against the sources' kinds");
     for k in &kinds {
-        let field = k.figure.split_once('.').map_or(k.figure, |(_, f)| f);
+        let field = k.from;
         let entry = format!("{}({})", k.name, k.index);
         let at = description
             .find(&entry)

@@ -39,6 +39,7 @@ pub const SOURCE: SourceDef = SourceDef {
         index: 13,
         name: "zfsArc",
         figure: SIZE,
+        from: "size",
         parent: 0,
         reclaimable: true,
         // Its buffers are pages and SPL caches, some of them in slab and vmalloc.

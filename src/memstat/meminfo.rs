@@ -37,7 +37,7 @@ pub const SOURCE: SourceDef = SourceDef {
 const fn field(
     index: u32,
     name: &'static str,
-    line: &'static str,
+    (figure, line): (&'static str, &'static str),
     parent: u32,
     reclaimable: bool,
     stackable: bool,
@@ -45,49 +45,92 @@ const fn field(
     KernelKind {
         index,
         name,
-        figure: line,
+        figure,
+        from: line,
         parent,
         reclaimable,
         stackable,
     }
 }
 
-/// The rows this source fills, each from the /proc/meminfo line of its figure's name (the
-/// figure is `meminfo.` and the line's name). MEMSTAT-MIB's MemKernelKind says, for each,
+/// The rows this source fills, each from the /proc/meminfo line it names (its figure is
+/// `meminfo.` and the line's name). MEMSTAT-MIB's MemKernelKind says, for each,
 /// the field it comes from and what it overlaps; tests/mib_validation.rs holds the two
 /// together.
 pub const KINDS: &[KernelKind] = &[
-    field(1, "slab", "meminfo.Slab", 0, false, true),
-    field(2, "slabReclaimable", "meminfo.SReclaimable", 1, true, true),
-    field(3, "slabUnreclaimable", "meminfo.SUnreclaim", 1, false, true),
+    field(1, "slab", ("meminfo.Slab", "Slab"), 0, false, true),
+    field(
+        2,
+        "slabReclaimable",
+        ("meminfo.SReclaimable", "SReclaimable"),
+        1,
+        true,
+        true,
+    ),
+    field(
+        3,
+        "slabUnreclaimable",
+        ("meminfo.SUnreclaim", "SUnreclaim"),
+        1,
+        false,
+        true,
+    ),
     // SReclaimable plus the kernel's other reclaimable memory: it overlaps slab.
     field(
         4,
         "kernelReclaimable",
-        "meminfo.KReclaimable",
+        ("meminfo.KReclaimable", "KReclaimable"),
         0,
         true,
         false,
     ),
-    field(5, "kernelStack", "meminfo.KernelStack", 0, false, true),
+    field(
+        5,
+        "kernelStack",
+        ("meminfo.KernelStack", "KernelStack"),
+        0,
+        false,
+        true,
+    ),
     field(
         6,
         "shadowCallStack",
-        "meminfo.ShadowCallStack",
+        ("meminfo.ShadowCallStack", "ShadowCallStack"),
         0,
         false,
         true,
     ),
-    field(7, "pageTables", "meminfo.PageTables", 0, false, true),
-    field(8, "secPageTables", "meminfo.SecPageTables", 0, false, true),
+    field(
+        7,
+        "pageTables",
+        ("meminfo.PageTables", "PageTables"),
+        0,
+        false,
+        true,
+    ),
+    field(
+        8,
+        "secPageTables",
+        ("meminfo.SecPageTables", "SecPageTables"),
+        0,
+        false,
+        true,
+    ),
     // Every page of a vmalloc area: with CONFIG_VMAP_STACK the kernel stacks too.
-    field(9, "vmalloc", "meminfo.VmallocUsed", 0, false, false),
-    field(10, "percpu", "meminfo.Percpu", 0, false, true),
-    field(11, "zswap", "meminfo.Zswap", 0, false, true),
+    field(
+        9,
+        "vmalloc",
+        ("meminfo.VmallocUsed", "VmallocUsed"),
+        0,
+        false,
+        false,
+    ),
+    field(10, "percpu", ("meminfo.Percpu", "Percpu"), 0, false, true),
+    field(11, "zswap", ("meminfo.Zswap", "Zswap"), 0, false, true),
     field(
         12,
         "hardwareCorrupted",
-        "meminfo.HardwareCorrupted",
+        ("meminfo.HardwareCorrupted", "HardwareCorrupted"),
         0,
         false,
         true,
@@ -132,8 +175,8 @@ impl Reading for MeminfoFile {
 fn figure_of(name: &[u8]) -> Option<&'static str> {
     KINDS
         .iter()
+        .find(|k| k.from.as_bytes() == name)
         .map(|k| k.figure)
-        .find(|f| f.strip_prefix("meminfo.").map(str::as_bytes) == Some(name))
 }
 
 /// Parses meminfo text into the figures of [`KINDS`], in bytes (kB times 1024, saturating: a

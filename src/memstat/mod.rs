@@ -22,6 +22,7 @@ pub(crate) mod stream;
 #[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
 pub(crate) mod sysctl;
 pub mod uma;
+pub mod wired;
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};

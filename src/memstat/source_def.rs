@@ -138,6 +138,9 @@ pub struct KernelKind {
     pub name: &'static str,
     /// The figure of its bytes (a key of `Snapshot::figures`); absent figure, absent row.
     pub figure: &'static str,
+    /// Where its bytes are read: the field, sysctl or statistic, as MemKernelKind's
+    /// DESCRIPTION names it (a test holds the two together).
+    pub from: &'static str,
     /// The kind it is a part of, 0 at the top (memKernelParent).
     pub parent: u32,
     /// Memory the kernel gives back under pressure (memKernelReclaimable).

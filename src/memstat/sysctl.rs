@@ -1,4 +1,5 @@
-//! Reading FreeBSD's `vm.zone_stats` and `kern.malloc_stats` sysctls.
+//! Reading FreeBSD's `vm.zone_stats` and `kern.malloc_stats` sysctls, and the scalars of
+//! wired memory (see `wired.rs`).
 //!
 //! Both are opaque streams whose length changes whenever a zone or malloc type is created, so
 //! reading one is a size query followed by a read that may fail with ENOMEM if the stream grew
@@ -8,7 +9,7 @@
 //! The byte-level helpers both stream parsers share live in [`super::stream`].
 
 use super::source_def::{Fills, Opening, Os, PathRule, Reading, SourceDef};
-use super::{malloc, uma, MemoryType, Snapshot, SourceData, SourceError};
+use super::{malloc, uma, wired, MemoryType, Snapshot, SourceData, SourceError};
 use std::path::Path;
 
 /// The `freebsd` source: the running kernel's malloc types and UMA zones.
@@ -21,7 +22,7 @@ pub(crate) const SOURCE: SourceDef = SourceDef {
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[malloc::ALLOCATOR.allocator, uma::ALLOCATOR.allocator]),
     groups: &[],
-    kinds: &[],
+    kinds: wired::KINDS,
     open: open_source,
 };
 
@@ -31,7 +32,19 @@ fn open_source(_: Option<&Path>) -> Result<Box<dyn Reading>, SourceError> {
 
 impl Reading for KernelStreams {
     fn read(&mut self) -> Result<SourceData, SourceError> {
-        KernelStreams::read(self).map(SourceData::from)
+        let types = KernelStreams::read(self)?;
+        let malloc_in_use = types
+            .iter()
+            .filter(|t| t.allocator == malloc::ALLOCATOR.allocator)
+            .filter_map(|t| t.in_use_bytes)
+            .fold(None, |acc: Option<u64>, v| {
+                Some(acc.unwrap_or(0).saturating_add(v))
+            });
+        let raw = self.read_scalars();
+        Ok(SourceData {
+            types,
+            figures: wired::figures(&raw, malloc_in_use),
+        })
     }
 }
 
@@ -160,11 +173,35 @@ where
     })
 }
 
-/// The two allocator streams, with buffers kept across refreshes.
+/// The two allocator streams, with buffers kept across refreshes, and the scalars of
+/// [`wired::SYSCTLS`] with their MIBs (resolved once; one that does not exist yet, such as
+/// ZFS's before the module loads, is looked up again at the next refresh) and buffers.
 #[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
 pub(crate) struct KernelStreams {
     malloc_buf: Vec<u8>,
     zone_buf: Vec<u8>,
+    scalars: Vec<Scalar>,
+}
+
+/// One scalar sysctl: its name, the raw figure it fills, its MIB once resolved, a buffer.
+#[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
+struct Scalar {
+    name: &'static str,
+    figure: &'static str,
+    mib: Option<Vec<libc::c_int>>,
+    buf: Vec<u8>,
+}
+
+fn scalars() -> Vec<Scalar> {
+    wired::SYSCTLS
+        .iter()
+        .map(|&(name, figure)| Scalar {
+            name,
+            figure,
+            mib: None,
+            buf: Vec::new(),
+        })
+        .collect()
 }
 
 impl KernelStreams {
@@ -179,7 +216,42 @@ impl KernelStreams {
         Ok(KernelStreams {
             malloc_buf: Vec::new(),
             zone_buf: Vec::new(),
+            scalars: scalars(),
         })
+    }
+
+    /// The scalars' raw values by figure; one that cannot be read is absent (its row is),
+    /// and the failure is logged at debug level, as it may simply not exist here.
+    #[cfg(target_os = "freebsd")]
+    fn read_scalars(&mut self) -> super::Figures {
+        let mut raw = super::Figures::new();
+        for s in &mut self.scalars {
+            if s.mib.is_none() {
+                s.mib = sys::name_to_mib(s.name).ok();
+            }
+            let Some(mib) = &s.mib else {
+                continue;
+            };
+            match read_stream(&mut s.buf, |b| sys::sysctl_mib(mib, b)) {
+                Ok(n) => match wired::value_of(&s.buf[..n]) {
+                    Some(v) => {
+                        raw.insert(s.figure.to_string(), v);
+                    }
+                    None => tracing::debug!("{}: {n} bytes is not an integer", s.name),
+                },
+                Err(e) => {
+                    tracing::debug!("{}", e.into_source(s.name));
+                    // Gone (a module unloaded): look it up again next time.
+                    s.mib = None;
+                }
+            }
+        }
+        raw
+    }
+
+    #[cfg(not(target_os = "freebsd"))]
+    fn read_scalars(&mut self) -> super::Figures {
+        super::Figures::new()
     }
 
     /// Off FreeBSD there is no such kernel interface.
@@ -237,6 +309,51 @@ mod sys {
         // borrow mutably for the duration of the call, and the kernel writes at most `len`
         // bytes there. `len` is a live local. A null `newp` with length 0 sets nothing.
         let rc = unsafe { libc::sysctlbyname(name.as_ptr(), oldp, &mut len, ptr::null(), 0) };
+        if rc == 0 {
+            Ok(len)
+        } else {
+            Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO))
+        }
+    }
+
+    /// `sysctlnametomib(3)`: the MIB of `name`, resolved once so that a refresh does not
+    /// parse names.
+    pub(super) fn name_to_mib(name: &str) -> Result<Vec<libc::c_int>, i32> {
+        let cname = CString::new(name).map_err(|_| libc::EINVAL)?;
+        let mut mib = [0 as libc::c_int; libc::CTL_MAXNAME as usize];
+        let mut len = mib.len();
+        // SAFETY: `cname` is NUL-terminated and outlives the call; `mib` has room for `len`
+        // entries, and the kernel writes at most that many and sets `len` to the count.
+        let rc = unsafe { libc::sysctlnametomib(cname.as_ptr(), mib.as_mut_ptr(), &mut len) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        Ok(mib[..len.min(mib.len())].to_vec())
+    }
+
+    /// `sysctl(mib, old, &len, NULL, 0)`, as [`sysctl`] does by name.
+    pub(super) fn sysctl_mib(mib: &[libc::c_int], old: Option<&mut [u8]>) -> Result<usize, i32> {
+        let (oldp, mut len) = match old {
+            Some(b) => (b.as_mut_ptr().cast::<libc::c_void>(), b.len()),
+            None => (ptr::null_mut(), 0),
+        };
+        // SAFETY: `mib` points to `mib.len()` ints that outlive the call. `oldp` is null (a
+        // size query, which writes only `len`) or points to `len` bytes borrowed mutably for
+        // the call, of which the kernel writes at most `len`. A null `newp` sets nothing.
+        let rc = unsafe {
+            libc::sysctl(
+                mib.as_ptr(),
+                mib.len() as libc::c_uint,
+                oldp,
+                &mut len,
+                ptr::null(),
+                0,
+            )
+        };
         if rc == 0 {
             Ok(len)
         } else {
