@@ -85,6 +85,10 @@ fn awks() -> Vec<&'static str> {
 /// Runs the comparison under every awk, on the same files; all must agree on the status and
 /// the report.
 fn compare(before: &str, ours: &str, after: &str) -> Run {
+    compare_with("--compare", before, ours, after)
+}
+
+fn compare_with(mode: &str, before: &str, ours: &str, after: &str) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let mut paths = Vec::new();
     for (name, text) in [("before", before), ("ours", ours), ("after", after)] {
@@ -98,7 +102,7 @@ fn compare(before: &str, ours: &str, after: &str) -> Run {
             let bin = awk_dir(awk, tmp.path());
             let out = Command::new("dash")
                 .arg(SCRIPT)
-                .arg("--compare")
+                .arg(mode)
                 .args(&paths)
                 .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
                 .output()
@@ -343,4 +347,72 @@ fn off_freebsd_the_script_refuses_to_run_and_says_why() {
         err.contains("runs on FreeBSD only") && err.contains("--compare"),
         "{err}"
     );
+}
+
+/// `sysctl` as FreeBSD prints the overview's names.
+fn sysctl_text(wire_count: u64, uma: u64, bufspace: u64, arc: Option<u64>) -> String {
+    let mut t = format!(
+        "hw.pagesize: 4096\nvm.stats.vm.v_wire_count: {wire_count}\nvm.uma_kmem_total: {uma}\nvfs.bufspace: {bufspace}\n"
+    );
+    if let Some(a) = arc {
+        t.push_str(&format!("kstat.zfs.misc.arcstats.size: {a}\n"));
+    }
+    t
+}
+
+/// The table the binary prints for a FreeBSD host's figures.
+fn overview_table(figures: &[(&str, u64)]) -> String {
+    use memstat_agentx::memstat::{fixture, Snapshot};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut snap = Snapshot::new(1, std::time::UNIX_EPOCH, "freebsd".into(), Vec::new());
+    for (k, v) in figures {
+        snap.figures.insert(k.to_string(), *v);
+    }
+    let fix = tmp.path().join("f.json");
+    std::fs::write(&fix, fixture::to_json(&snap)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_memstat-agentx"))
+        .args(["dump", "--source", &format!("fixture:{}", fix.display())])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_overview_is_compared_with_sysctl() {
+    let before = sysctl_text(1000, 2_000_000, 1_000_000, None);
+    let after = sysctl_text(1010, 2_100_000, 1_000_000, None);
+    let good = overview_table(&[
+        ("freebsd.wired", 1005 * 4096),
+        ("freebsd.uma", 2_050_000),
+        ("freebsd.bufspace", 1_000_000),
+        ("freebsd.wired_other", 1005 * 4096 - 3_050_000),
+    ]);
+    let r = compare_with("--compare-overview", &before, &good, &after);
+    assert_eq!(r.code, Some(0), "{}", r.out);
+    assert!(r.out.contains("overview: 4 rows compared, 0 mismatches"), "{}", r.out);
+
+    // Wired outside the readings.
+    let off = overview_table(&[
+        ("freebsd.wired", 2000 * 4096),
+        ("freebsd.uma", 2_050_000),
+        ("freebsd.bufspace", 1_000_000),
+        ("freebsd.wired_other", 0),
+    ]);
+    let r = compare_with("--compare-overview", &before, &off, &after);
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(r.out.contains("MISMATCH wired"), "{}", r.out);
+
+    // The ARC in sysctl but not in the overview, and a missing wiredOther.
+    let with_arc = sysctl_text(1000, 2_000_000, 1_000_000, Some(500_000));
+    let r = compare_with("--compare-overview", &with_arc, &good, &with_arc);
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(r.out.contains("MISMATCH zfsArcWired: not in the overview"), "{}", r.out);
+    let no_rest = overview_table(&[
+        ("freebsd.wired", 1005 * 4096),
+        ("freebsd.uma", 2_050_000),
+        ("freebsd.bufspace", 1_000_000),
+    ]);
+    let r = compare_with("--compare-overview", &before, &no_rest, &after);
+    assert!(r.out.contains("MISMATCH wiredOther: not in the overview"), "{}", r.out);
 }
