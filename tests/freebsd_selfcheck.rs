@@ -390,7 +390,11 @@ fn the_overview_is_compared_with_sysctl() {
     ]);
     let r = compare_with("--compare-overview", &before, &good, &after);
     assert_eq!(r.code, Some(0), "{}", r.out);
-    assert!(r.out.contains("overview: 4 rows compared, 0 mismatches"), "{}", r.out);
+    assert!(
+        r.out.contains("overview: 4 rows compared, 0 mismatches"),
+        "{}",
+        r.out
+    );
 
     // Wired outside the readings.
     let off = overview_table(&[
@@ -407,12 +411,20 @@ fn the_overview_is_compared_with_sysctl() {
     let with_arc = sysctl_text(1000, 2_000_000, 1_000_000, Some(500_000));
     let r = compare_with("--compare-overview", &with_arc, &good, &with_arc);
     assert_eq!(r.code, Some(1), "{}", r.out);
-    assert!(r.out.contains("MISMATCH zfsArcWired: not in the overview"), "{}", r.out);
+    assert!(
+        r.out.contains("MISMATCH zfsArcWired: not in the overview"),
+        "{}",
+        r.out
+    );
     let no_rest = overview_table(&[
         ("freebsd.wired", 1005 * 4096),
         ("freebsd.uma", 2_050_000),
         ("freebsd.bufspace", 1_000_000),
     ]);
     let r = compare_with("--compare-overview", &before, &no_rest, &after);
-    assert!(r.out.contains("MISMATCH wiredOther: not in the overview"), "{}", r.out);
+    assert!(
+        r.out.contains("MISMATCH wiredOther: not in the overview"),
+        "{}",
+        r.out
+    );
 }
