@@ -157,5 +157,32 @@ fn freebsd(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, linux, freebsd);
+/// The overview's sources: the live /proc/meminfo, read and parsed as a refresh does, and
+/// an arcstats file of OpenZFS's 150-odd statistics (a fixture: this host has no ZFS).
+fn overview(c: &mut Criterion) {
+    use memstat_agentx::memstat::{arcstats, meminfo};
+    let mut g = c.benchmark_group("refresh_overview");
+    if Path::new(meminfo::MEMINFO).exists() {
+        let mut buf = Vec::with_capacity(4096);
+        g.bench_function("meminfo_read_and_parse", |b| {
+            b.iter(|| {
+                buf.clear();
+                File::open(meminfo::MEMINFO)
+                    .and_then(|mut f| f.read_to_end(&mut buf))
+                    .unwrap();
+                black_box(meminfo::parse(&buf, meminfo::MEMINFO).unwrap())
+            })
+        });
+    }
+    let mut arc = String::from("13 1 0x01 150 40800 5404391811 1099539417562993\nname                            type data\n");
+    for i in 0..150 {
+        arc.push_str(&format!("statistic_{i:<22} 4    {}\n", 1_000_000u64 * i));
+    }
+    g.bench_function("arcstats_parse_150", |b| {
+        b.iter(|| black_box(arcstats::parse(arc.as_bytes(), "arcstats").unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, linux, freebsd, overview);
 criterion_main!(benches);
