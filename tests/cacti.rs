@@ -659,8 +659,18 @@ fn kernel_kinds() -> Vec<&'static KernelKind> {
 fn kernel_fixture(step: u64) -> BTreeMap<u32, u64> {
     kernel_kinds()
         .iter()
-        .filter(|k| !matches!(k.name, "shadowCallStack" | "hardwareCorrupted" | "zfsArcWired"))
-        .map(|k| (k.index, (5u64 << 32) + u64::from(k.index) * 1_000_003 + step))
+        .filter(|k| {
+            !matches!(
+                k.name,
+                "shadowCallStack" | "hardwareCorrupted" | "zfsArcWired"
+            )
+        })
+        .map(|k| {
+            (
+                k.index,
+                (5u64 << 32) + u64::from(k.index) * 1_000_003 + step,
+            )
+        })
         .collect()
 }
 
@@ -832,9 +842,9 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
     // template (not a data query): its data sources come with it.
     let mut graphs = Vec::new();
     for (name, stack, line) in &expected {
-        let template = cacti
-            .db
-            .sql(&format!("SELECT id FROM graph_templates WHERE name = '{name}'"));
+        let template = cacti.db.sql(&format!(
+            "SELECT id FROM graph_templates WHERE name = '{name}'"
+        ));
         assert_eq!(template.len(), 1, "graph template {name}");
         let out = cacti.php(
             "cli/add_graphs.php",
@@ -909,8 +919,16 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
     for (name, graph_id, stacked) in &graphs {
         let source = String::from_utf8(cacti_graph(&cacti, dir.path(), graph_id, true)).unwrap();
         let source = source.replace("\\\n", " ");
-        assert_eq!(source.matches(" AREA:").count(), *stacked, "{name}: {source}");
-        assert_eq!(source.matches(":STACK").count(), stacked - 1, "{name}: {source}");
+        assert_eq!(
+            source.matches(" AREA:").count(),
+            *stacked,
+            "{name}: {source}"
+        );
+        assert_eq!(
+            source.matches(":STACK").count(),
+            stacked - 1,
+            "{name}: {source}"
+        );
         let png = cacti_graph(&cacti, dir.path(), graph_id, false);
         assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG: {png:?}");
     }

@@ -511,7 +511,10 @@ fn librenms_kernel_fragment_follows_the_rules() {
         assert!(text(e, "index").contains("{{ $index }}"));
         // Numeric indexes (-Ob): memKernelIndex is an enumeration, printed by label without.
         let flags = text(e, "snmp_flags");
-        assert!(flags.starts_with("-O") && flags.contains('b'), "snmp_flags {flags}");
+        assert!(
+            flags.starts_with("-O") && flags.contains('b'),
+            "snmp_flags {flags}"
+        );
         for key in ["descr", "group"] {
             for t in templates(text(e, key)) {
                 assert!(
@@ -595,7 +598,11 @@ fn discover_kernel(
         };
         for s in entry["skip_values"].as_array().unwrap() {
             let cell = row.get(&key(s["oid"].as_str().unwrap()));
-            if compare_var(cell.map(String::as_str), &s["value"], s["op"].as_str().unwrap()) {
+            if compare_var(
+                cell.map(String::as_str),
+                &s["value"],
+                s["op"].as_str().unwrap(),
+            ) {
                 continue 'rows;
             }
         }
@@ -659,7 +666,8 @@ fn librenms_kernel_discovery_keeps_the_rows_that_add_up_and_polls_them() {
     for index in with_mib.keys() {
         assert!(index.parse::<u32>().is_ok(), "index {index} is not numeric");
     }
-    let index_of = |s: &KernelSensor| -> u32 { s.num_oid.rsplit('.').next().unwrap().parse().unwrap() };
+    let index_of =
+        |s: &KernelSensor| -> u32 { s.num_oid.rsplit('.').next().unwrap().parse().unwrap() };
     let kind = |i: u32| kinds.iter().find(|k| k.index == i).unwrap();
 
     let mut all = Vec::new();
@@ -681,13 +689,22 @@ fn librenms_kernel_discovery_keeps_the_rows_that_add_up_and_polls_them() {
             assert_eq!(s.descr, format!("Kernel {} bytes", k.name));
             assert_eq!(s.value, bytes[&k.index].to_string(), "{s:?} at discovery");
             if n == 1 {
-                assert!(s.group.contains(&format!("parts of kind {} ", k.parent)), "{s:?}");
+                assert!(
+                    s.group.contains(&format!("parts of kind {} ", k.parent)),
+                    "{s:?}"
+                );
             }
         }
         all.extend(found);
     }
     // The top level overlaps nothing: vmalloc, KReclaimable and the ARC are left out.
-    for name in ["vmalloc", "kernelReclaimable", "zfsArc", "wiredUser", "malloc"] {
+    for name in [
+        "vmalloc",
+        "kernelReclaimable",
+        "zfsArc",
+        "wiredUser",
+        "malloc",
+    ] {
         let i = kinds.iter().find(|k| k.name == name).unwrap().index;
         assert!(all.iter().all(|s| index_of(s) != i), "{name} has a sensor");
     }
@@ -719,7 +736,11 @@ fn librenms_kernel_discovery_keeps_the_rows_that_add_up_and_polls_them() {
         let got: BTreeMap<&str, &str> = out.lines().filter_map(|l| l.split_once(" = ")).collect();
         for s in chunk {
             let want = bytes[&index_of(s)].to_string();
-            assert_eq!(got.get(s.num_oid.as_str()), Some(&want.as_str()), "{s:?}: {out}");
+            assert_eq!(
+                got.get(s.num_oid.as_str()),
+                Some(&want.as_str()),
+                "{s:?}: {out}"
+            );
         }
     }
 }

@@ -639,7 +639,10 @@ fn prometheus_labels_the_kernel_rows_so_that_the_overview_selects_the_stackable_
     let mut snap = Snapshot::new(0, std::time::SystemTime::now(), String::new(), Vec::new());
     let mut served = BTreeMap::new();
     for k in &kinds {
-        if matches!(k.name, "shadowCallStack" | "hardwareCorrupted" | "zfsArcWired") {
+        if matches!(
+            k.name,
+            "shadowCallStack" | "hardwareCorrupted" | "zfsArcWired"
+        ) {
             continue;
         }
         let v = (3u64 << 40) + u64::from(k.index) * 4096;
@@ -688,7 +691,11 @@ fn prometheus_labels_the_kernel_rows_so_that_the_overview_selects_the_stackable_
         assert_eq!(s.labels["memKernelName"], k.name, "{s:?}");
         assert_eq!(s.labels["memKernelParent"], k.parent.to_string(), "{s:?}");
         assert_eq!(s.labels["memKernelStackable"], truth(k.stackable), "{s:?}");
-        assert_eq!(s.labels["memKernelReclaimable"], truth(k.reclaimable), "{s:?}");
+        assert_eq!(
+            s.labels["memKernelReclaimable"],
+            truth(k.reclaimable),
+            "{s:?}"
+        );
     }
 
     // The documented selector, applied to the scrape as Prometheus would, gives exactly the
@@ -711,7 +718,10 @@ fn prometheus_labels_the_kernel_rows_so_that_the_overview_selects_the_stackable_
     assert!(
         !selected.contains(&"vmalloc") && selected.contains(&"slab") && selected.contains(&"wired")
     );
-    for f in ["contrib/prometheus/README.md", "contrib/prometheus/generator.yml"] {
+    for f in [
+        "contrib/prometheus/README.md",
+        "contrib/prometheus/generator.yml",
+    ] {
         let text = std::fs::read_to_string(Path::new(MANIFEST).join(f)).unwrap();
         assert!(
             text.contains(OVERVIEW_SELECTOR),
