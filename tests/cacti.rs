@@ -36,6 +36,15 @@ const KERNEL_XML: &str = "contrib/cacti/cacti_graph_template_memstat_kernel_memo
 const PACKAGES: &str =
     "apt-get install -y cacti cacti-spine mariadb-server rrdtool (.ci/run installs them)";
 
+/// One Cacti at a time: two mariadb-install-db runs at once fail here (the bootstrap of one
+/// breaks the other's), and each test's MariaDB and pollers load the 2 CPUs enough alone.
+static ONE_CACTI: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_cacti() -> std::sync::MutexGuard<'static, ()> {
+    // A test that failed holding it poisons it; the next one runs all the same.
+    ONE_CACTI.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Fails with the packages to install when `path` is missing.
 fn need(path: &str) {
     let found = Path::new(path).exists()
@@ -451,6 +460,7 @@ fn assert_rrds_hold_their_rows(cacti: &Cacti, types: &[MemoryType], when: &str) 
 
 #[test]
 fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
+    let _one = one_cacti();
     let dir = tempfile::tempdir().unwrap();
     let fix = dir.path().join("fixture.json");
     let mut types = fixture(0);
@@ -787,6 +797,7 @@ fn cacti_graph(cacti: &Cacti, dir: &Path, graph_id: &str, print_source: bool) ->
 
 #[test]
 fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
+    let _one = one_cacti();
     let dir = tempfile::tempdir().unwrap();
     let fix = dir.path().join("fixture.json");
     let mut bytes = kernel_fixture(0);
