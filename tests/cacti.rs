@@ -8,6 +8,13 @@
 //! its own row. Then the daemon restarts: Cacti must notice (memDaemonUptime went back),
 //! re-index, and go on writing each row into its own RRD.
 //!
+//! A second test imports the kernel memory overview export (graph templates over Get SNMP
+//! Data, one data template per memKernelTable kind), creates both graphs for a host whose
+//! fixture has Linux's and FreeBSD's kinds, some of them missing, and polls with cmd.php and
+//! spine: each RRD must hold its own kind's bytes (U for a kind the host lacks), the graphs
+//! must stack exactly the rows memKernelTable marks as stackable at their level, and Cacti's
+//! own graph code must draw them as one AREA and STACKs on it.
+//!
 //! Nothing is installed or started system-wide: MariaDB runs from a datadir and socket in the
 //! test's temp dir, and Cacti runs from a copy of /usr/share/cacti whose include/config.php
 //! points at that socket and whose rra/ and log are in the temp dir.
@@ -15,7 +22,8 @@
 mod common;
 
 use common::*;
-use memstat_agentx::memstat::{Allocator, MemoryType};
+use memstat_agentx::memstat::source::{KernelKind, SOURCES};
+use memstat_agentx::memstat::{fixture, Allocator, MemoryType, Snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -24,8 +32,18 @@ use std::time::{Duration, Instant};
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 const QUERY_XML: &str = "contrib/cacti/memstat_memtypetable.xml";
 const EXPORT_XML: &str = "contrib/cacti/cacti_data_query_memstat-mib_kernel_memory_types.xml";
+const KERNEL_XML: &str = "contrib/cacti/cacti_graph_template_memstat_kernel_memory_by_kind.xml";
 const PACKAGES: &str =
     "apt-get install -y cacti cacti-spine mariadb-server rrdtool (.ci/run installs them)";
+
+/// One Cacti at a time: two mariadb-install-db runs at once fail here (the bootstrap of one
+/// breaks the other's), and each test's MariaDB and pollers load the 2 CPUs enough alone.
+static ONE_CACTI: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_cacti() -> std::sync::MutexGuard<'static, ()> {
+    // A test that failed holding it poisons it; the next one runs all the same.
+    ONE_CACTI.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Fails with the packages to install when `path` is missing.
 fn need(path: &str) {
@@ -442,6 +460,7 @@ fn assert_rrds_hold_their_rows(cacti: &Cacti, types: &[MemoryType], when: &str) 
 
 #[test]
 fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
+    let _one = one_cacti();
     let dir = tempfile::tempdir().unwrap();
     let fix = dir.path().join("fixture.json");
     let mut types = fixture(0);
@@ -630,6 +649,299 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
         // the fall at the restart is unmistakable whatever the load.
         std::thread::sleep(Duration::from_secs(2));
         daemon.restart(port);
+    }
+    drop(cacti);
+    snmpd.stop();
+}
+
+// ------------------------------------------------------------------------------------------
+// The kernel memory overview: memKernelTable as stacked graphs
+// ------------------------------------------------------------------------------------------
+
+/// Every kind of memKernelTable, from the sources' own definitions (what the daemon serves).
+fn kernel_kinds() -> Vec<&'static KernelKind> {
+    SOURCES.iter().flat_map(|d| d.kinds.iter()).collect()
+}
+
+/// The kinds a host of the test has, and their bytes: every kind but shadowCallStack and
+/// hardwareCorrupted (which the development machine lacks too) and zfsArcWired (no ZFS), all
+/// past 2^32, different at each step.
+fn kernel_fixture(step: u64) -> BTreeMap<u32, u64> {
+    kernel_kinds()
+        .iter()
+        .filter(|k| {
+            !matches!(
+                k.name,
+                "shadowCallStack" | "hardwareCorrupted" | "zfsArcWired"
+            )
+        })
+        .map(|k| {
+            (
+                k.index,
+                (5u64 << 32) + u64::from(k.index) * 1_000_003 + step,
+            )
+        })
+        .collect()
+}
+
+fn write_kernel_fixture(path: &Path, bytes: &BTreeMap<u32, u64>) {
+    let mut snap = Snapshot::new(0, std::time::SystemTime::now(), String::new(), Vec::new());
+    for k in kernel_kinds() {
+        if let Some(v) = bytes.get(&k.index) {
+            snap.figures.insert(k.figure.into(), *v);
+        }
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, fixture::to_json(&snap)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// The stack each shipped graph template must draw, bottom to top in kind order, and the
+/// line over it: Linux's top level (parent 0, stackable); FreeBSD's top level is wired alone,
+/// so its graph stacks the stackable parts of that row and draws the row as a line.
+fn expected_stacks() -> Vec<(&'static str, Vec<u32>, Option<u32>)> {
+    let kinds = kernel_kinds();
+    let stack_under = |parent: u32, freebsd: bool| -> Vec<u32> {
+        kinds
+            .iter()
+            .filter(|k| k.parent == parent && k.stackable && (k.index >= 32) == freebsd)
+            .map(|k| k.index)
+            .collect()
+    };
+    let freebsd_top = stack_under(0, true);
+    assert_eq!(freebsd_top, [32], "FreeBSD's top level is wired alone");
+    vec![
+        (
+            "MEMSTAT - Kernel memory by kind (Linux)",
+            stack_under(0, false),
+            None,
+        ),
+        (
+            "MEMSTAT - Wired memory by kind (FreeBSD)",
+            stack_under(32, true),
+            Some(32),
+        ),
+    ]
+}
+
+const KERNEL_BYTES: &str = ".1.3.6.1.4.1.32473.1.1.6.1.3";
+
+/// Each poller item: the kind its OID reads (memKernelBytes.N) and its RRD.
+fn kernel_poller_items(cacti: &Cacti) -> BTreeMap<u32, PathBuf> {
+    let rra = cacti.root.join("site/rra").display().to_string();
+    cacti
+        .db
+        .sql("SELECT arg1, rrd_path FROM poller_item")
+        .into_iter()
+        .map(|r| {
+            let index = r[0]
+                .strip_prefix(&format!("{KERNEL_BYTES}."))
+                .and_then(|i| i.parse().ok())
+                .unwrap_or_else(|| panic!("poller item reads {}, not memKernelBytes.N", r[0]));
+            (index, PathBuf::from(r[1].replace("<path_rra>", &rra)))
+        })
+        .collect()
+}
+
+fn assert_kernel_rrds(cacti: &Cacti, bytes: &BTreeMap<u32, u64>, when: &str) {
+    for (index, rrd) in kernel_poller_items(cacti) {
+        let got = lastupdate(&rrd);
+        let want = bytes.get(&index).map_or("U".to_string(), u64::to_string);
+        assert_eq!(got.len(), 1, "{}: {got:?}", rrd.display());
+        assert_eq!(
+            got.values().next().unwrap(),
+            &want,
+            "{when}: {} (memKernelBytes.{index}): {got:?}\n{}",
+            rrd.display(),
+            cacti.log_text()
+        );
+    }
+}
+
+/// Cacti's own graph code (lib/rrd.php's rrdtool_function_graph) for a graph: with
+/// `print_source`, the rrdtool command it would run; without, the PNG.
+fn cacti_graph(cacti: &Cacti, dir: &Path, graph_id: &str, print_source: bool) -> Vec<u8> {
+    let script = dir.join("graph.php");
+    std::fs::write(
+        &script,
+        format!(
+            "<?php\n\
+             include('{}/site/include/cli_check.php');\n\
+             include_once($config['library_path'] . '/rrd.php');\n\
+             $a = array('graph_start' => time() - 3600, 'graph_end' => time(){});\n\
+             $out = rrdtool_function_graph($argv[1], 0, $a);\n\
+             if (is_string($out)) {{ print $out; }}\n",
+            cacti.root.display(),
+            if print_source {
+                ", 'print_source' => true"
+            } else {
+                ""
+            }
+        ),
+    )
+    .unwrap();
+    let out = Command::new("php")
+        .arg(&script)
+        .arg(graph_id)
+        .current_dir(&cacti.root)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "graph {graph_id}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
+    let _one = one_cacti();
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    let mut bytes = kernel_fixture(0);
+    write_kernel_fixture(&fix, &bytes);
+    let mut snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let port = snmpd.port;
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let _daemon = Daemon::start(
+        &snmpd,
+        &["--source", &src, "--state-dir", &state, "--max-age", "0.2"],
+    );
+
+    let cacti = Cacti::install(dir.path());
+    let export = Path::new(MANIFEST).join(KERNEL_XML);
+    let out = cacti.php(
+        "cli/import_template.php",
+        &[&format!("--filename={}", export.display())],
+    );
+    let expected = expected_stacks();
+    let kinds_drawn: std::collections::BTreeSet<u32> = expected
+        .iter()
+        .flat_map(|(_, stack, line)| stack.iter().chain(line.iter()).copied())
+        .collect();
+    // Two graph templates and one data template per kind they draw.
+    let imported: Vec<&str> = out.lines().filter(|l| l.starts_with("[success]")).collect();
+    assert_eq!(imported.len(), 2 + kinds_drawn.len(), "import: {out}");
+    assert!(
+        !out.contains("[fail]") && !out.to_lowercase().contains("unmet"),
+        "{out}"
+    );
+
+    let out = cacti.php(
+        "cli/add_device.php",
+        &[
+            "--description=kernhost",
+            "--ip=127.0.0.1",
+            "--template=0",
+            "--version=2",
+            "--community=public",
+            &format!("--port={port}"),
+            "--avail=snmp",
+        ],
+    );
+    let host_id = out
+        .split("new device-id: (")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("add_device: {out}"))
+        .to_string();
+
+    // One graph per template, as "Create Graphs for this Device" makes it for a graph
+    // template (not a data query): its data sources come with it.
+    let mut graphs = Vec::new();
+    for (name, stack, line) in &expected {
+        let template = cacti.db.sql(&format!(
+            "SELECT id FROM graph_templates WHERE name = '{name}'"
+        ));
+        assert_eq!(template.len(), 1, "graph template {name}");
+        let out = cacti.php(
+            "cli/add_graphs.php",
+            &[
+                "--graph-type=cg",
+                &format!("--graph-template-id={}", template[0][0]),
+                &format!("--host-id={host_id}"),
+            ],
+        );
+        let graph_id = out
+            .split("Graph Added - Graph[")
+            .nth(1)
+            .and_then(|s| s.split(']').next())
+            .unwrap_or_else(|| panic!("add_graphs: {out}"))
+            .to_string();
+
+        // The graph's drawn items, bottom first: (item type, memKernelBytes.N), the types
+        // as include/global_arrays.php numbers them (GPRINT, 9, is left out).
+        let items: Vec<(String, u32)> = cacti
+            .db
+            .sql(&format!(
+                "SELECT i.graph_type_id, p.arg1 FROM graph_templates_item i
+                 JOIN data_template_rrd r ON r.id = i.task_item_id
+                 JOIN poller_item p ON p.local_data_id = r.local_data_id
+                 WHERE i.local_graph_id = {graph_id} AND i.graph_type_id != 9
+                 ORDER BY i.sequence"
+            ))
+            .into_iter()
+            .map(|r| {
+                let index = r[1]
+                    .strip_prefix(&format!("{KERNEL_BYTES}."))
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let t = match r[0].as_str() {
+                    "4" => "LINE1",
+                    "7" => "AREA",
+                    "8" => "AREA:STACK",
+                    other => panic!("graph item type {other}"),
+                };
+                (t.to_string(), index)
+            })
+            .collect();
+        let mut want: Vec<(String, u32)> = stack
+            .iter()
+            .enumerate()
+            .map(|(n, i)| {
+                let t = if n == 0 { "AREA" } else { "AREA:STACK" };
+                (t.to_string(), *i)
+            })
+            .collect();
+        want.extend(line.map(|i| ("LINE1".to_string(), i)));
+        assert_eq!(items, want, "{name}: what the graph draws");
+        graphs.push((name, graph_id, stack.len()));
+    }
+    // One data source, and one poller item, per kind drawn.
+    let polled: std::collections::BTreeSet<u32> =
+        kernel_poller_items(&cacti).keys().copied().collect();
+    assert_eq!(polled, kinds_drawn);
+
+    cacti.poll("cmd.php");
+    assert_kernel_rrds(&cacti, &bytes, "after cmd.php");
+    bytes = kernel_fixture(1);
+    write_kernel_fixture(&fix, &bytes);
+    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    cacti.poll("spine");
+    assert_kernel_rrds(&cacti, &bytes, "after spine");
+    // A kind the host lacks is polled all the same, and stored as unknown.
+    assert!(polled.iter().any(|i| !bytes.contains_key(i)));
+
+    // Cacti's graph code stacks each graph's rows on one AREA, and rrdtool draws it.
+    for (name, graph_id, stacked) in &graphs {
+        let source = String::from_utf8(cacti_graph(&cacti, dir.path(), graph_id, true)).unwrap();
+        let source = source.replace("\\\n", " ");
+        assert_eq!(
+            source.matches(" AREA:").count(),
+            *stacked,
+            "{name}: {source}"
+        );
+        assert_eq!(
+            source.matches(":STACK").count(),
+            stacked - 1,
+            "{name}: {source}"
+        );
+        let png = cacti_graph(&cacti, dir.path(), graph_id, false);
+        assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG: {png:?}");
     }
     drop(cacti);
     snmpd.stop();

@@ -256,7 +256,9 @@ fn package_installs_serves_and_purges_cleanly() {
     for doc in [
         "snmpd.conf.memstat",
         "cacti/memstat_memtypetable.xml",
+        "cacti/cacti_graph_template_memstat_kernel_memory_by_kind.xml",
         "librenms/memstat-sensors.yaml",
+        "librenms/memstat-kernel-sensors.yaml",
         "prometheus/generator.yml",
         "copyright",
         "changelog.Debian.gz",

@@ -21,6 +21,8 @@ use std::process::Command;
 
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 const FRAGMENT: &str = "contrib/librenms/memstat-sensors.yaml";
+/// The kernel memory overview: memKernelTable's rows that add up, chosen with skip_values.
+const KERNEL_FRAGMENT: &str = "contrib/librenms/memstat-kernel-sensors.yaml";
 
 /// Sensor keys that LibreNMS's discovery schema allows both before 26.3 and in 26.8.1.
 const SENSOR_KEYS: &[&str] = &[
@@ -51,6 +53,10 @@ const REQUIRED_KEYS: &[&str] = &["descr", "num_oid", "oid"];
 
 /// The fragment, as the YAML parser LibreNMS's checks use would read it (via python3-yaml).
 fn fragment() -> serde_json::Value {
+    fragment_at(FRAGMENT)
+}
+
+fn fragment_at(path: &str) -> serde_json::Value {
     need("python3", "python3-yaml");
     let json = run_ok(
         Command::new("python3")
@@ -58,7 +64,7 @@ fn fragment() -> serde_json::Value {
                 "-c",
                 "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
             ])
-            .arg(Path::new(MANIFEST).join(FRAGMENT)),
+            .arg(Path::new(MANIFEST).join(path)),
     );
     serde_json::from_str(&json).unwrap()
 }
@@ -89,8 +95,9 @@ fn librenms_fragment_validates_against_librenms_schema() {
             std::io::stderr(),
             "librenms_fragment_validates_against_librenms_schema: SKIPPED, LIBRENMS_SCHEMA_DIR \
              is not set (set it to a LibreNMS checkout's resources/definitions/schema to \
-             validate {FRAGMENT} with jsonschema); librenms_fragment_follows_the_rules checks \
-             the rules read from LibreNMS's source."
+             validate {FRAGMENT} and {KERNEL_FRAGMENT} with jsonschema); \
+             librenms_fragment_follows_the_rules and librenms_kernel_fragment_follows_the_rules \
+             check the rules read from LibreNMS's source."
         );
         return;
     };
@@ -119,19 +126,21 @@ for e in errors:
     print("/".join(str(p) for p in e.absolute_path), ":", e.message)
 sys.exit(1 if errors else 0)
 "#;
-    let out = Command::new("python3")
-        .args(["-c", SCRIPT])
-        .arg(&dir)
-        .arg(Path::new(MANIFEST).join(FRAGMENT))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{FRAGMENT} is not valid against {}/discovery_schema.json:\n{}{}",
-        Path::new(&dir).display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for fragment in [FRAGMENT, KERNEL_FRAGMENT] {
+        let out = Command::new("python3")
+            .args(["-c", SCRIPT])
+            .arg(&dir)
+            .arg(Path::new(MANIFEST).join(fragment))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{fragment} is not valid against {}/discovery_schema.json:\n{}{}",
+            Path::new(&dir).display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// A `MIB::name` as oid_types.json's mib_oid pattern allows (letters, digits, `_`, `-`).
@@ -257,6 +266,14 @@ fn templates(s: &str) -> Vec<String> {
 /// One table walk as LibreNMS's sensor discovery makes it (snmpwalk_cache_oid): each line
 /// `name.index = value`, split at the first dot; rows keyed by index, then by name.
 fn discovery_walk(port: u16, opts: &[&str]) -> BTreeMap<String, BTreeMap<String, String>> {
+    discovery_walk_of(port, "MEMSTAT-MIB::memTypeTable", opts)
+}
+
+fn discovery_walk_of(
+    port: u16,
+    table: &str,
+    opts: &[&str],
+) -> BTreeMap<String, BTreeMap<String, String>> {
     need("snmpbulkwalk", "snmp");
     let out = run_ok(
         Command::new("snmpbulkwalk")
@@ -264,7 +281,7 @@ fn discovery_walk(port: u16, opts: &[&str]) -> BTreeMap<String, BTreeMap<String,
             .args(opts)
             .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
             .arg(format!("127.0.0.1:{port}"))
-            .arg("MEMSTAT-MIB::memTypeTable")
+            .arg(table)
             .env("MIBS", ""),
     );
     let mut rows: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
@@ -449,5 +466,281 @@ fn cell(t: &memstat_agentx::memstat::MemoryType, column: &str) -> Option<u64> {
         "memTypeFailures" => t.failures,
         "memTypeSlabBytes" => t.slab_bytes,
         _ => panic!("{column} is not used by the fragment"),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The kernel memory overview: memKernelTable's rows chosen by skip_values
+// ------------------------------------------------------------------------------------------
+
+const KERNEL_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.6.1";
+
+/// The skip_values comparisons the emulation below knows, as LibreNMS's compare_var makes
+/// them on numbers: `=` and `!=` compare loosely (`"0" == 0`). `==` would be strict, and
+/// false for the string the walk gives against the YAML's number in LibreNMS before 24.x's
+/// casting, so the fragment must not use it.
+const SKIP_OPS: &[&str] = &["=", "!="];
+
+#[test]
+fn librenms_kernel_fragment_follows_the_rules() {
+    let doc = fragment_at(KERNEL_FRAGMENT);
+    let top: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(top, ["modules"], "only `modules` at the top");
+    let entries = sensors(&doc);
+    assert_eq!(entries.len(), 2, "the overview and the parts: {entries:?}");
+    for (class, e) in &entries {
+        assert_eq!(class, "count", "sensor class");
+        for k in e.keys() {
+            assert!(SENSOR_KEYS.contains(&k.as_str()), "key {k} is not allowed");
+        }
+        for k in REQUIRED_KEYS {
+            assert!(e.contains_key(*k), "{k} missing in {e:?}");
+        }
+        assert_eq!(text(e, "oid"), "MEMSTAT-MIB::memKernelTable");
+        assert_eq!(
+            translate(&["-On"], text(e, "oid")),
+            KERNEL_ENTRY.strip_suffix(".1").unwrap()
+        );
+        let value = text(e, "value");
+        assert_eq!(value, "MEMSTAT-MIB::memKernelBytes");
+        let numeric = translate(&["-On"], value);
+        assert_eq!(text(e, "num_oid"), format!("{numeric}.{{{{ $index }}}}"));
+        // memKernelBytes is a MemGauge64: a level, the default GAUGE.
+        assert!(translate(&["-Td"], value).contains("TEXTUAL CONVENTION MemGauge64"));
+        assert!(e.get("rrd_type").is_none(), "a gauge needs no rrd_type");
+        assert!(text(e, "index").contains("{{ $index }}"));
+        // Numeric indexes (-Ob): memKernelIndex is an enumeration, printed by label without.
+        let flags = text(e, "snmp_flags");
+        assert!(
+            flags.starts_with("-O") && flags.contains('b'),
+            "snmp_flags {flags}"
+        );
+        for key in ["descr", "group"] {
+            for t in templates(text(e, key)) {
+                assert!(
+                    translate(&["-On"], &t).starts_with(&format!("{KERNEL_ENTRY}.")),
+                    "{key} names {t}, not a memKernelTable column"
+                );
+            }
+        }
+
+        // skip_values: objects of exactly oid, op and value (discovery_schema.json's
+        // minProperties/maxProperties 3), each oid a column of the walked table, without a
+        // dot (canSkipItem takes what follows a dot as another row's index).
+        let skips = e["skip_values"].as_array().expect("skip_values is a list");
+        assert!(!skips.is_empty());
+        for s in skips {
+            let s = s.as_object().unwrap();
+            let mut keys: Vec<&str> = s.keys().map(String::as_str).collect();
+            keys.sort();
+            assert_eq!(keys, ["oid", "op", "value"], "{s:?}");
+            let oid = s["oid"].as_str().unwrap();
+            assert!(is_mib_oid(oid) && !oid.contains('.'), "skip oid {oid}");
+            assert!(
+                translate(&["-On"], oid).starts_with(&format!("{KERNEL_ENTRY}.")),
+                "skip oid {oid} is not a memKernelTable column"
+            );
+            assert!(SKIP_OPS.contains(&s["op"].as_str().unwrap()), "{s:?}");
+            assert!(s["value"].is_number(), "{s:?}");
+        }
+    }
+}
+
+/// LibreNMS's compare_var for the ops of SKIP_OPS: numbers compare as numbers.
+fn compare_var(a: Option<&str>, b: &serde_json::Value, op: &str) -> bool {
+    let b = b.as_f64().unwrap();
+    let equal = a.and_then(|a| a.parse::<f64>().ok()) == Some(b);
+    match op {
+        "=" => equal,
+        "!=" => !equal,
+        _ => panic!("op {op} is not emulated"),
+    }
+}
+
+/// A sensor as discovery would create it from the kernel fragment.
+#[derive(Debug, Clone)]
+struct KernelSensor {
+    num_oid: String,
+    descr: String,
+    group: String,
+    value: String,
+}
+
+/// LibreNMS's YAML discovery of one entry on a walked table, skip_values included
+/// (YamlDiscovery::canSkipItem: each skip oid is looked up in the walked row, and the row is
+/// skipped when any comparison holds); templates filled from the row.
+fn discover_kernel(
+    entry: &serde_json::Map<String, serde_json::Value>,
+    rows: &BTreeMap<String, BTreeMap<String, String>>,
+    mib_names: bool,
+) -> Vec<KernelSensor> {
+    let key = |name: &str| {
+        if mib_names {
+            name.to_string()
+        } else {
+            name.split("::").nth(1).unwrap().to_string()
+        }
+    };
+    let fill = |s: &str, index: &str, row: &BTreeMap<String, String>| {
+        let mut out = s.replace("{{ $index }}", index);
+        for t in templates(s) {
+            if t != "$index" {
+                let v = row.get(&key(&t)).cloned().unwrap_or_default();
+                out = out.replace(&format!("{{{{ {t} }}}}"), &v);
+            }
+        }
+        out
+    };
+    let mut found = Vec::new();
+    'rows: for (index, row) in rows {
+        let Some(v) = row.get(&key(text(entry, "value"))) else {
+            continue;
+        };
+        for s in entry["skip_values"].as_array().unwrap() {
+            let cell = row.get(&key(s["oid"].as_str().unwrap()));
+            if compare_var(
+                cell.map(String::as_str),
+                &s["value"],
+                s["op"].as_str().unwrap(),
+            ) {
+                continue 'rows;
+            }
+        }
+        found.push(KernelSensor {
+            num_oid: fill(text(entry, "num_oid"), index, row),
+            descr: fill(text(entry, "descr"), index, row),
+            group: fill(text(entry, "group"), index, row),
+            value: v.clone(),
+        });
+    }
+    found
+}
+
+#[test]
+fn librenms_kernel_discovery_keeps_the_rows_that_add_up_and_polls_them() {
+    use memstat_agentx::memstat::source::SOURCES;
+    use memstat_agentx::memstat::{fixture, Snapshot};
+    // Linux's kinds and FreeBSD's, as one fixture: the parts of wired add up to it, as the
+    // FreeBSD source computes wiredOther; slab is its two parts.
+    let kinds: Vec<_> = SOURCES.iter().flat_map(|d| d.kinds.iter()).collect();
+    let mut bytes: BTreeMap<u32, u64> = BTreeMap::new();
+    for k in &kinds {
+        if !matches!(k.name, "shadowCallStack" | "hardwareCorrupted") {
+            bytes.insert(k.index, (1u64 << 33) + u64::from(k.index) * 8192);
+        }
+    }
+    bytes.insert(1, bytes[&2] + bytes[&3]);
+    bytes.insert(32, 1u64 << 36);
+    bytes.insert(38, bytes[&32] - bytes[&34] - bytes[&37]);
+    let mut snap = Snapshot::new(0, std::time::SystemTime::now(), String::new(), Vec::new());
+    for k in &kinds {
+        if let Some(v) = bytes.get(&k.index) {
+            snap.figures.insert(k.figure.into(), *v);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    std::fs::write(&fix, fixture::to_json(&snap)).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let _daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
+    let port = snmpd.port;
+
+    let table = "MEMSTAT-MIB::memKernelTable";
+    let doc = fragment_at(KERNEL_FRAGMENT);
+    let entries = sensors(&doc);
+    // LibreNMS before 26.3 walks with the entry's snmp_flags and -Ih (LibreNMS walks a table
+    // once, with the flags of the first entry naming it: both must say the same). Without
+    // them, its -OteQUS default prints this enumerated index by label: that is why they
+    // are there.
+    let flags = text(&entries[0].1, "snmp_flags");
+    for (_, e) in &entries {
+        assert_eq!(text(e, "snmp_flags"), flags);
+    }
+    let by_label = discovery_walk_of(port, table, &["-OteQUS", "-Ih"]);
+    assert!(by_label.contains_key("slab"), "{by_label:?}");
+    let with_mib = discovery_walk_of(port, table, &[flags, "-Ih"]);
+    let without = discovery_walk_of(port, table, &["-OteQUsab", "-Pu", "-Ih"]);
+    assert_eq!(with_mib.len(), bytes.len(), "{with_mib:?}");
+    for index in with_mib.keys() {
+        assert!(index.parse::<u32>().is_ok(), "index {index} is not numeric");
+    }
+    let index_of =
+        |s: &KernelSensor| -> u32 { s.num_oid.rsplit('.').next().unwrap().parse().unwrap() };
+    let kind = |i: u32| kinds.iter().find(|k| k.index == i).unwrap();
+
+    let mut all = Vec::new();
+    for (n, (_, e)) in entries.iter().enumerate() {
+        let found = discover_kernel(e, &with_mib, true);
+        // The 26.x walk, without the MIB in the names, finds the same sensors.
+        let again = discover_kernel(e, &without, false);
+        assert_eq!(format!("{found:?}"), format!("{again:?}"));
+        let mut got: Vec<u32> = found.iter().map(index_of).collect();
+        got.sort();
+        let want: Vec<u32> = bytes
+            .keys()
+            .copied()
+            .filter(|i| kind(*i).stackable && ((kind(*i).parent == 0) == (n == 0)))
+            .collect();
+        assert_eq!(got, want, "entry {n}: {found:#?}");
+        for s in &found {
+            let k = kind(index_of(s));
+            assert_eq!(s.descr, format!("Kernel {} bytes", k.name));
+            assert_eq!(s.value, bytes[&k.index].to_string(), "{s:?} at discovery");
+            if n == 1 {
+                assert!(
+                    s.group.contains(&format!("parts of kind {} ", k.parent)),
+                    "{s:?}"
+                );
+            }
+        }
+        all.extend(found);
+    }
+    // The top level overlaps nothing: vmalloc, KReclaimable and the ARC are left out.
+    for name in [
+        "vmalloc",
+        "kernelReclaimable",
+        "zfsArc",
+        "wiredUser",
+        "malloc",
+    ] {
+        let i = kinds.iter().find(|k| k.name == name).unwrap().index;
+        assert!(all.iter().all(|s| index_of(s) != i), "{name} has a sensor");
+    }
+    // Each group of parts adds up to its row: wired's, and slab's.
+    let mut groups: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in all.iter().filter(|s| s.group.contains("parts of kind")) {
+        *groups.entry(s.group.as_str()).or_default() += s.value.parse::<u64>().unwrap();
+    }
+    for parent in [1u32, 32] {
+        let group = groups
+            .iter()
+            .find(|(g, _)| g.contains(&format!("parts of kind {parent} ")))
+            .unwrap_or_else(|| panic!("no group of the parts of {parent}: {groups:?}"));
+        assert_eq!(*group.1, bytes[&parent], "{}", group.0);
+    }
+
+    // Polling: snmpget -OUQntea of the num_oids, 10 per request, each the row's bytes.
+    need("snmpget", "snmp");
+    for chunk in all.chunks(10) {
+        let oids: Vec<&str> = chunk.iter().map(|s| s.num_oid.as_str()).collect();
+        let out = run_ok(
+            Command::new("snmpget")
+                .args(["-v2c", "-c", "public", "-OUQntea"])
+                .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+                .arg(format!("127.0.0.1:{port}"))
+                .args(&oids)
+                .env("MIBS", ""),
+        );
+        let got: BTreeMap<&str, &str> = out.lines().filter_map(|l| l.split_once(" = ")).collect();
+        for s in chunk {
+            let want = bytes[&index_of(s)].to_string();
+            assert_eq!(
+                got.get(s.num_oid.as_str()),
+                Some(&want.as_str()),
+                "{s:?}: {out}"
+            );
+        }
     }
 }

@@ -279,6 +279,9 @@ fn pkg_plist_lists_every_file_the_port_installs() {
         "share/snmp/mibs/MEMSTAT-MIB.txt",
         "share/man/man8/memstat-agentx.8.gz",
         "share/doc/memstat-agentx/snmpd.conf.memstat",
+        // The pollers' kernel memory overview (contrib/cacti, contrib/librenms).
+        "share/doc/memstat-agentx/cacti/cacti_graph_template_memstat_kernel_memory_by_kind.xml",
+        "share/doc/memstat-agentx/librenms/memstat-kernel-sensors.yaml",
     ] {
         assert!(listed.contains(must), "pkg-plist lacks {must}");
     }

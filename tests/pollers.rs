@@ -480,14 +480,13 @@ fn http_get(port: u16, path: &str) -> String {
     body.to_string()
 }
 
-#[test]
-fn prometheus_generator_and_exporter_scrape_the_fixture() {
+/// contrib/prometheus/generator.yml through the real generator, then the real exporter on
+/// the snmp.yml it wrote: the exporter (killed when dropped) and its HTTP port.
+fn generate_and_export(dir: &Path) -> (Proc, u16) {
     for t in ["prometheus-snmp-generator", "prometheus-snmp-exporter"] {
         need(t, "prometheus-snmp-exporter");
     }
-    let types = exact_types();
-    let env = setup(types.clone(), &[]);
-    let work = env.dir.path().join("prometheus");
+    let work = dir.join("prometheus");
     std::fs::create_dir_all(&work).unwrap();
 
     // The real generator (0.21: per-module version and auth) reads generator.yml from its
@@ -540,7 +539,14 @@ fn prometheus_generator_and_exporter_scrape_the_fixture() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    (exporter, http)
+}
 
+#[test]
+fn prometheus_generator_and_exporter_scrape_the_fixture() {
+    let types = exact_types();
+    let env = setup(types.clone(), &[]);
+    let (exporter, http) = generate_and_export(env.dir.path());
     let body = http_get(
         http,
         &format!("/snmp?target=127.0.0.1:{}&module=memstat", env.snmpd.port),
@@ -618,6 +624,111 @@ fn prometheus_generator_and_exporter_scrape_the_fixture() {
     assert!(up.is_empty() || up[0].value == 1.0);
     drop(exporter);
     drop(env);
+}
+
+/// The PromQL selector of the overview's stacked area, as contrib/prometheus documents it.
+const OVERVIEW_SELECTOR: &str = r#"memKernelBytes{memKernelParent="0",memKernelStackable="1"}"#;
+
+#[test]
+fn prometheus_labels_the_kernel_rows_so_that_the_overview_selects_the_stackable_ones() {
+    use memstat_agentx::memstat::source::SOURCES;
+    use memstat_agentx::memstat::{fixture, Snapshot};
+    // Every kind the sources define but three a host may lack, below 2^53 (the exporter's
+    // float64 is exact there) and past 2^32.
+    let kinds: Vec<_> = SOURCES.iter().flat_map(|d| d.kinds.iter()).collect();
+    let mut snap = Snapshot::new(0, std::time::SystemTime::now(), String::new(), Vec::new());
+    let mut served = BTreeMap::new();
+    for k in &kinds {
+        if matches!(
+            k.name,
+            "shadowCallStack" | "hardwareCorrupted" | "zfsArcWired"
+        ) {
+            continue;
+        }
+        let v = (3u64 << 40) + u64::from(k.index) * 4096;
+        snap.figures.insert(k.figure.into(), v);
+        served.insert(k.index, (*k, v));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    std::fs::write(&fix, fixture::to_json(&snap)).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let _daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
+
+    let (exporter, http) = generate_and_export(dir.path());
+    let body = http_get(
+        http,
+        &format!("/snmp?target=127.0.0.1:{}&module=memstat", snmpd.port),
+    );
+    let (mtypes, samples) = parse_exposition(&body);
+    assert_eq!(
+        mtypes.get("memKernelBytes").map(String::as_str),
+        Some("gauge"),
+        "MemGauge64 is a gauge\n{body}"
+    );
+    for m in [
+        "memKernelName",
+        "memKernelParent",
+        "memKernelStackable",
+        "memKernelReclaimable",
+    ] {
+        assert!(!mtypes.contains_key(m), "{m} should be a label only");
+    }
+
+    // One series per served row, its bytes exact, labelled with the row's name and place.
+    let kernel: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.name == "memKernelBytes")
+        .collect();
+    assert_eq!(kernel.len(), served.len(), "{body}");
+    let truth = |b: bool| if b { "1" } else { "2" };
+    for s in &kernel {
+        let index: u32 = s.labels["memKernelIndex"].parse().unwrap();
+        let (k, v) = served[&index];
+        assert_eq!(s.value, v as f64, "{s:?}");
+        assert_eq!(s.labels["memKernelName"], k.name, "{s:?}");
+        assert_eq!(s.labels["memKernelParent"], k.parent.to_string(), "{s:?}");
+        assert_eq!(s.labels["memKernelStackable"], truth(k.stackable), "{s:?}");
+        assert_eq!(
+            s.labels["memKernelReclaimable"],
+            truth(k.reclaimable),
+            "{s:?}"
+        );
+    }
+
+    // The documented selector, applied to the scrape as Prometheus would, gives exactly the
+    // top-level rows that do not overlap: what the overview stacks.
+    let (_, matchers) = OVERVIEW_SELECTOR.split_once('{').unwrap();
+    let matchers = parse_labels(matchers.strip_suffix('}').unwrap());
+    let mut selected: Vec<&str> = kernel
+        .iter()
+        .filter(|s| matchers.iter().all(|(l, v)| s.labels.get(l) == Some(v)))
+        .map(|s| s.labels["memKernelName"].as_str())
+        .collect();
+    selected.sort();
+    let mut want: Vec<&str> = served
+        .values()
+        .filter(|(k, _)| k.parent == 0 && k.stackable)
+        .map(|(k, _)| k.name)
+        .collect();
+    want.sort();
+    assert_eq!(selected, want);
+    assert!(
+        !selected.contains(&"vmalloc") && selected.contains(&"slab") && selected.contains(&"wired")
+    );
+    for f in [
+        "contrib/prometheus/README.md",
+        "contrib/prometheus/generator.yml",
+    ] {
+        let text = std::fs::read_to_string(Path::new(MANIFEST).join(f)).unwrap();
+        assert!(
+            text.contains(OVERVIEW_SELECTOR),
+            "{f} does not give the overview's selector {OVERVIEW_SELECTOR}"
+        );
+    }
+    drop(exporter);
 }
 
 // ------------------------------------------------------------------------------------------
