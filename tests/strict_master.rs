@@ -10,6 +10,10 @@ use agentx_proto::pdu::{CloseReason, Payload, Pdu, VarBind};
 use std::time::{Duration, Instant};
 use support::*;
 
+/// How long a wait for something observable may take before it fails the test (as
+/// tests/common's): reaching it means the thing never happened.
+const PATIENCE: Duration = Duration::from_secs(60);
+
 const SHORT: Duration = Duration::from_secs(3);
 
 fn started() -> (Daemon, Conn) {
@@ -726,8 +730,8 @@ fn truncated_pdu_then_close_ends_in_reconnect() {
     let (b, _, _) = c.encode(Payload::GetNext {
         ranges: vec![range(&r(&[1, 2, 1, 2]), false, &[])],
     });
+    // The close follows the bytes in the stream: the daemon reads the cut PDU, then the end.
     c.send_raw(&b[..b.len() - 8]);
-    std::thread::sleep(Duration::from_millis(50));
     drop(c);
     let mut c = d.connect(SHORT);
     still_serving(&mut d, &mut c);
@@ -794,7 +798,8 @@ fn check_ping(f: &Frame, session: u32) {
 }
 
 #[test]
-fn answered_pings_keep_the_session() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_answered_pings_keep_the_session() {
     let mut d = Daemon::start(&["--ping-interval", "0.2"]);
     let mut c = d.connect(SHORT);
     let t0 = Instant::now();
@@ -839,7 +844,8 @@ fn unanswered_pings_end_in_reconnect() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn sigterm_sends_close_shutdown_and_exits_zero() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_sigterm_sends_close_shutdown_and_exits_zero() {
     let (mut d, mut c) = started();
     still_serving(&mut d, &mut c);
     let t0 = Instant::now();
@@ -862,15 +868,18 @@ fn sigterm_sends_close_shutdown_and_exits_zero() {
 /// fill the socket buffers and its write waits (up to 5 s before it gives the master up).
 /// SIGTERM must still end it within a second: the write in flight and the Close give up.
 #[test]
-fn sigterm_exits_within_a_second_while_the_master_does_not_read() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_sigterm_exits_within_a_second_while_the_master_does_not_read() {
     let (mut d, mut c) = started();
     still_serving(&mut d, &mut c);
     // Requests for whole-MIB GetBulks, never read: megabytes of Responses against a few
-    // hundred kilobytes of buffer. The requests themselves are small; stop if even they
-    // no longer fit.
+    // hundred kilobytes of buffer. Sent until even they no longer fit: a request that waits
+    // 200 ms for room shows that the daemon has stopped reading, its Responses filling the
+    // buffers and its write waiting for room.
     c.s.set_write_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    for _ in 0..2000 {
+    let t0 = Instant::now();
+    loop {
         let (b, _, _) = c.encode(Payload::GetBulk {
             non_repeaters: 0,
             max_repetitions: 1000,
@@ -879,9 +888,11 @@ fn sigterm_exits_within_a_second_while_the_master_does_not_read() {
         if std::io::Write::write_all(&mut c.s, &b).is_err() {
             break;
         }
+        assert!(
+            t0.elapsed() < PATIENCE,
+            "the daemon went on reading requests for {PATIENCE:?}"
+        );
     }
-    // Let the daemon fill the buffers and block in its write.
-    std::thread::sleep(Duration::from_millis(500));
     d.assert_alive();
     let t0 = Instant::now();
     d.sigterm();
