@@ -1026,9 +1026,9 @@ fn bsnmpd_real_daemon_set_maps_to_testset_commitset_undoset_cleanupset() {
 
 #[test]
 #[ignore = "needs a real bsnmpd (BSNMPD, or FreeBSD's /usr/sbin/bsnmpd): scripts/test runs it when there is one"]
-fn bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed() {
+fn bsnmpd_real_daemon_deadline_hanging_subagent_stalls_one_timeout_then_is_closed() {
     let bsnmpd = real_bsnmpd_or_fail(
-        "bsnmpd_real_daemon_hanging_subagent_stalls_one_timeout_then_is_closed",
+        "bsnmpd_real_daemon_deadline_hanging_subagent_stalls_one_timeout_then_is_closed",
     );
     require_tool("snmpbulkget");
     let dir = tempfile::tempdir().unwrap();
