@@ -125,7 +125,7 @@ fn daemon_keeps_serving_with_a_dead_log_reader() {
         .stderr(broken())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + PATIENCE;
     let lines = loop {
         if let Some(st) = child.try_wait().unwrap() {
             panic!("the daemon exited with {st} (101 is a panic)");
@@ -153,7 +153,9 @@ fn daemon_keeps_serving_with_a_dead_log_reader() {
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
         0
     );
-    let deadline = Instant::now() + Duration::from_secs(2);
+    // A hang is what is looked for here, not how long the exit takes: that is
+    // tests/ops.rs's deadline_sigterm_exits_zero_within_a_second, run alone.
+    let deadline = Instant::now() + PATIENCE;
     let st = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st;

@@ -35,11 +35,9 @@ fn slabinfo_caches(text: &str) -> BTreeMap<String, (u64, u64, u64)> {
 }
 
 #[test]
-fn json_dump_lists_every_live_slab_cache() {
-    let Ok(before) = std::fs::read_to_string("/proc/slabinfo") else {
-        eprintln!("/proc/slabinfo not readable here; skipped");
-        return;
-    };
+#[ignore = "needs root: reads /proc/slabinfo (scripts/test runs it as root)"]
+fn needs_root_json_dump_lists_every_live_slab_cache() {
+    let before = std::fs::read_to_string("/proc/slabinfo").expect("/proc/slabinfo readable");
     let json: serde_json::Value =
         serde_json::from_str(&stdout(&dump(&["--source", "linux", "--format", "json"]))).unwrap();
     let after = std::fs::read_to_string("/proc/slabinfo").unwrap();

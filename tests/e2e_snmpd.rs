@@ -281,11 +281,40 @@ fn every_walk_is_served_from_one_snapshot() {
     // Two interleaved walkers, each consistent. The second one starts later and is slower,
     // so it never overtakes the first: two walkers that stop at the very same OID at the
     // same moment cannot be told apart (ARCHITECTURE.md), and the test avoids that case.
+    // B starts once A has printed its first line (stdbuf: a line at a time into the pipe),
+    // so B is behind A, and A is seen still walking when B starts.
     let port = snmpd.port;
-    let a = std::thread::spawn(move || bulkwalk(port, &format!("{ROOT}.1.2"), &["-Cr3"]));
-    std::thread::sleep(Duration::from_millis(150));
+    let mut a = std::process::Command::new("stdbuf")
+        .args([
+            "-oL",
+            "snmpbulkwalk",
+            "-v2c",
+            "-c",
+            "public",
+            "-On",
+            "-Oe",
+            "-m",
+            "",
+        ])
+        .args(["-t", "3", "-r", "1", "-Cr3"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(format!("{ROOT}.1.2"))
+        .env("MIBS", "")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("stdbuf snmpbulkwalk");
+    let mut a_out = std::io::BufReader::new(a.stdout.take().unwrap());
+    let mut a_text = String::new();
+    std::io::BufRead::read_line(&mut a_out, &mut a_text).unwrap();
+    assert!(a_text.contains(" = "), "walker A's first line: {a_text:?}");
     let b = std::thread::spawn(move || bulkwalk(port, &format!("{ROOT}.1.2"), &["-Cr1"]));
-    let (wa, wb) = (a.join().unwrap(), b.join().unwrap());
+    assert!(
+        a.try_wait().unwrap().is_none(),
+        "walker A ended before B started: the walks did not interleave"
+    );
+    std::io::Read::read_to_string(&mut a_out, &mut a_text).unwrap();
+    assert!(a.wait().unwrap().success(), "walker A failed");
+    let (wa, wb) = (parse_lines(&a_text), b.join().unwrap());
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let last_gen = writer.join().unwrap();
     let (ga, gb) = (generations(&wa), generations(&wb));
@@ -345,15 +374,21 @@ fn name_indexes(port: u16) -> BTreeMap<String, String> {
 }
 
 #[test]
-fn survives_master_restart_and_keeps_indexes_across_daemon_restart() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_survives_master_restart_and_keeps_indexes_across_daemon_restart() {
     let (dir, mut snmpd, mut daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
     let before = name_indexes(snmpd.port);
     assert_eq!(before.len(), 5, "{before:?}");
     assert!(before.contains_key("mbuf#1"), "{before:?}");
 
-    // Master restart: walks work again within 3 s of the master being back.
+    // Master restart: walks work again within 3 s of the master being back. The daemon is
+    // seen to notice the loss and fail to reconnect; the master then stays away 1.5 s in
+    // all (the fault, not a wait for the daemon), long enough for the backoff to grow.
     snmpd.stop();
-    std::thread::sleep(Duration::from_millis(1500));
+    let down = Instant::now();
+    daemon.wait_log("lost the AgentX master", 1);
+    daemon.wait_log("cannot reach the AgentX master", 1);
+    std::thread::sleep(Duration::from_millis(1500).saturating_sub(down.elapsed()));
     snmpd.restart();
     wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
     assert!(daemon.is_running());
@@ -374,11 +409,12 @@ fn survives_master_restart_and_keeps_indexes_across_daemon_restart() {
 }
 
 #[test]
-fn live_linux_source_keeps_indexes_across_restart() {
-    if !std::path::Path::new("/proc/slabinfo").exists() {
-        eprintln!("no /proc/slabinfo on this host");
-        return;
-    }
+#[ignore = "needs root: reads /proc/slabinfo (scripts/test runs it as root)"]
+fn needs_root_live_linux_source_keeps_indexes_across_restart() {
+    assert!(
+        std::path::Path::new("/proc/slabinfo").exists(),
+        "no /proc/slabinfo on this host"
+    );
     let dir = tempfile::tempdir().unwrap();
     let snmpd = Snmpd::start(dir.path(), Transport::Unix);
     let state = dir.path().join("state").display().to_string();
@@ -407,8 +443,12 @@ fn live_linux_source_keeps_indexes_across_restart() {
     );
 }
 
+/// The failures to reach the master are logged once per 10 s at most: the second line, the
+/// first let through after the first, counts those left out (`N similar failures not
+/// logged`), which shows that the daemon went on retrying, and no line came between.
 #[test]
-fn a_master_absent_at_start_up_is_waited_for() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_a_master_absent_at_start_up_is_waited_for() {
     let dir = tempfile::tempdir().unwrap();
     let fix = dir.path().join("fixture.json");
     write_fixture(&fix, sample_types());
@@ -417,18 +457,21 @@ fn a_master_absent_at_start_up_is_waited_for() {
     let src = format!("fixture:{}", fix.display());
     let state = dir.path().join("state").display().to_string();
     let mut daemon = Daemon::spawn(&snmpd, &["--source", &src, "--state-dir", &state]);
-    // Three seconds of an absent master: no exit, and a bounded number of log lines.
-    std::thread::sleep(Duration::from_secs(3));
+    daemon.wait_log("similar failures not logged", 1);
     assert!(daemon.is_running(), "{}", daemon.log_text());
-    let complaints = daemon
-        .log_text()
-        .matches("cannot reach the AgentX master")
-        .count();
-    assert!(
-        (1..=3).contains(&complaints),
-        "{complaints} lines in 3 s:\n{}",
-        daemon.log_text()
-    );
+    let log = daemon.log_text();
+    let complaints: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("cannot reach the AgentX master"))
+        .collect();
+    assert_eq!(complaints.len(), 2, "{log}");
+    assert!(!complaints[0].contains("not logged"), "{log}");
+    let left_out: u64 = complaints[1]
+        .rsplit_once(" (")
+        .and_then(|(_, r)| r.split_once(' '))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {:?}", complaints[1]));
+    assert!(left_out >= 2, "{log}");
     snmpd.restart();
     wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
 }
@@ -444,7 +487,19 @@ fn reading_the_scalars_never_refreshes_and_nothing_refreshes_while_idle() {
             .unwrap()
     };
     let start = refreshes();
-    std::thread::sleep(Duration::from_millis(300));
+    // Wait until the snapshot is older than max-age (memSnapshotAge, in milliseconds, is
+    // read without a refresh), so that anything that refreshes would.
+    wait_until(
+        "a snapshot older than max-age",
+        || {
+            get(snmpd.port, &[&format!("{ROOT}.1.1.3.0")])[0]
+                .value
+                .parse::<u64>()
+                .unwrap()
+                > 10
+        },
+        String::new,
+    );
     // Gets and GetNexts of the scalars, each long after max-age: no refresh. (A walk's last
     // step past the scalars reads the table, which does refresh.)
     let scalars: Vec<String> = (1..=9).map(|i| format!("{ROOT}.1.1.{i}.0")).collect();
@@ -458,7 +513,6 @@ fn reading_the_scalars_never_refreshes_and_nothing_refreshes_while_idle() {
             next.iter().map(|l| l.oid.as_str()).collect::<Vec<_>>(),
             refs[1..]
         );
-        std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(refreshes(), start, "idle and scalar reads cost no refresh");
     // A table read does refresh.

@@ -30,7 +30,8 @@ struct Walk {
 }
 
 #[test]
-fn twenty_master_restarts_during_continuous_walks() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_twenty_master_restarts_during_continuous_walks() {
     let (_dir, mut snmpd, mut daemon) = start_with_fixture(Transport::Unix, sample_types(), &[]);
     let port = snmpd.port;
     let rows = bulkwalk(port, TYPE_ENTRY, &[]).len();
@@ -67,7 +68,7 @@ fn twenty_master_restarts_during_continuous_walks() {
     for i in 0..20 {
         snmpd.stop();
         // Now and then the master stays away long enough for the reconnection backoff to
-        // reach its maximum.
+        // reach its maximum: the length of the fault, not a wait for the daemon.
         if i % 5 == 4 {
             std::thread::sleep(Duration::from_millis(2500));
         }
@@ -169,7 +170,6 @@ fn failing_fixture_keeps_the_last_good_snapshot_and_recovers() {
         let good_walk = bulkwalk(port, TYPE_ENTRY, &[]);
         let good_allocs = allocs_1(port);
         break_it();
-        std::thread::sleep(Duration::from_millis(200));
 
         // Stale: status 2, the error names the file and the problem, the old values stay.
         eventually(
@@ -305,10 +305,11 @@ fn unreadable_slabinfo_is_a_clear_permission_error() {
     // root-owned 0400 when we are root (the /proc/slabinfo situation); 0000 otherwise.
     let mode = if euid() == 0 { 0o400 } else { 0o000 };
     std::fs::set_permissions(&slab, std::fs::Permissions::from_mode(mode)).unwrap();
-    if euid() != 0 && std::fs::read(&slab).is_ok() {
-        eprintln!("skipped: this user reads a mode-0000 file (CAP_DAC_OVERRIDE?)");
-        return;
-    }
+    assert!(
+        euid() == 0 || std::fs::read(&slab).is_err(),
+        "this user reads a mode-0000 file (CAP_DAC_OVERRIDE?): run the test as root, or as a \
+         user without that capability"
+    );
     let src = format!("linux:{}", slab.display());
     let path = slab.display().to_string();
 

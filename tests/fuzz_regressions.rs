@@ -428,7 +428,7 @@ fn fixture_seed() -> Vec<u8> {
 /// Writes fuzz/seeds/<target>/*. Run by hand after a format change:
 /// `cargo test --test fuzz_regressions -- --ignored write_seeds`.
 #[test]
-#[ignore]
+#[ignore = "writes fuzz/seeds: run by hand after a format change"]
 fn write_seeds() {
     let root = repo().join("fuzz/seeds");
     let put = |target: &str, name: &str, data: &[u8]| {

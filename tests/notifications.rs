@@ -3,14 +3,17 @@
 //! private snmptrapds logging to files (Debian's snmptrapd package).
 //!
 //! Each test samples every 0.3 s (`--watch-interval`) with `--max-age 0.1`, so that every
-//! sample reads the fixture, which the test rewrites.
+//! sample reads the fixture, which the test rewrites. A check that nothing (more) was sent
+//! first waits for the samples that could have sent it, by the daemon's `sample N taken`
+//! debug line, and then reads memNotificationsSent: the daemon's own count, final once the
+//! next sample was taken, where a sink's log could still be waiting for a packet.
 
 mod common;
 
 use common::*;
 use memstat_agentx::memstat::{Allocator, MemoryType};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const N: &str = ".1.3.6.1.4.1.32473.1.0";
 const ALLOC_FAILURE: &str = ".1.3.6.1.4.1.32473.1.0.1";
@@ -21,7 +24,7 @@ const SOURCE_RECOVERED: &str = ".1.3.6.1.4.1.32473.1.0.5";
 const SUPPRESSED: &str = ".1.3.6.1.4.1.32473.1.0.6";
 const SENT: &str = ".1.3.6.1.4.1.32473.1.1.1.10.0";
 const DROPPED: &str = ".1.3.6.1.4.1.32473.1.1.1.11.0";
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = PATIENCE;
 
 /// snmpd with a trap2sink to one snmptrapd and an informsink to another, the daemon sampling
 /// the fixture `types`, and the fixture's path.
@@ -75,9 +78,10 @@ fn start(types: Vec<MemoryType>, extra: &[&str]) -> Setup {
 }
 
 impl Setup {
-    /// Waits for `n` samples to pass (the daemon logs nothing per sample; time is the clock).
-    fn samples(&self, n: u32) {
-        std::thread::sleep(Duration::from_millis(300 * u64::from(n) + 150));
+    /// Waits for `n` more samples to be taken (see [`Daemon::wait_samples`]): after a change
+    /// of the fixture, the second has read it, and what it found has been sent by the third.
+    fn samples(&self, n: u64) {
+        self.daemon.wait_samples(n);
     }
 
     fn ours(&self, t: &Snmptrapd) -> Vec<Received> {
@@ -119,6 +123,12 @@ fn write(path: &Path, types: Vec<MemoryType>) {
 fn a_failure_rise_notifies_once_with_its_increase_and_the_holdoff_holds() {
     let s = start(vec![zone("mbuf", 0), zone("mbuf_cluster", 7)], &[]);
     s.samples(3);
+    assert_eq!(
+        s.counter(SENT),
+        0,
+        "the baseline sent something\n{}",
+        s.context()
+    );
     assert!(
         s.ours(&s.traps).is_empty() && s.ours(&s.informs).is_empty(),
         "a baseline with non-zero failures sent something: {:?}\n{}",
@@ -185,6 +195,7 @@ fn the_limit_nears_and_clears_with_hysteresis() {
     // 86 %: inside the hysteresis, nothing.
     write(&s.fixture, vec![limited(860 - cached)]);
     s.samples(3);
+    assert_eq!(s.counter(SENT), 1, "only the nearing\n{}", s.context());
     assert!(s.traps.of_type(LIMIT_CLEARED).is_empty(), "{}", s.context());
     assert_eq!(s.traps.of_type(LIMIT_NEARING).len(), 1);
     // 84 %: cleared.
@@ -216,7 +227,8 @@ fn stale_and_recovered() {
     write(&s.fixture, vec![zone("mbuf", 0)]);
     let got = s.traps.wait_for(SOURCE_RECOVERED, 1, WAIT, &s.context());
     assert_eq!(got[0].value(SOURCE_STATUS), Some("1"), "ok(1)");
-    s.samples(2);
+    s.samples(3);
+    assert_eq!(s.counter(SENT), 2, "one per change\n{}", s.context());
     assert_eq!(s.traps.of_type(SOURCE_STALE).len(), 1, "one per change");
     assert_eq!(s.traps.of_type(SOURCE_RECOVERED).len(), 1, "one per change");
     s.informs.wait_for(SOURCE_RECOVERED, 1, WAIT, &s.context());
@@ -245,7 +257,7 @@ fn a_thousand_rows_failing_at_once_are_capped_with_a_summary() {
         "memNotifySuppressed: {:?}",
         summary[0]
     );
-    s.samples(2);
+    s.samples(3);
     let failures = s.traps.of_type(ALLOC_FAILURE);
     assert_eq!(failures.len(), 20, "the cap");
     let names: Vec<&str> = failures
@@ -273,19 +285,8 @@ fn a_master_restart_drops_and_counts_what_was_due_meanwhile() {
     s.snmpd.stop();
     write(&s.fixture, vec![zone("mbuf", 4)]);
     // Samples go on without a master: the rise is found and dropped.
-    let deadline = Instant::now() + WAIT;
-    while !s
-        .daemon
-        .log_text()
-        .contains("no master: dropped memTypeAllocFailure")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "nothing dropped: {}",
-            s.context()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.daemon
+        .wait_log("no master: dropped memTypeAllocFailure", 1);
     s.snmpd.restart();
     s.daemon.wait_registered(s.snmpd.port);
     s.samples(3);

@@ -5,7 +5,8 @@
 //! `MEMSTAT_PRIVDROP_CHILD` set; in that child a constructor (`.init_array`, run by the
 //! dynamic loader before `main`, while the process still has one thread) drops privileges to
 //! `nobody`, prints its credentials from /proc/self/status and exits before the harness
-//! starts. The parent checks what it printed. Skipped (with a note) unless run as root.
+//! starts. The parent checks what it printed. Needs root: `#[ignore]`d, and run by scripts/test
+//! as root.
 #![cfg(target_os = "linux")]
 
 use std::io::{Read, Seek, SeekFrom};
@@ -86,20 +87,16 @@ fn fields<'a>(out: &'a str, key: &str) -> Vec<&'a str> {
 }
 
 #[test]
-fn drops_to_nobody_and_clears_capabilities() {
-    if !memstat_agentx::privdrop::is_root() {
-        println!("note: not running as root; skipping the privilege-drop test");
-        return;
-    }
-    if Command::new("id")
-        .arg("nobody")
-        .output()
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
-    {
-        println!("note: no user `nobody` here; skipping the privilege-drop test");
-        return;
-    }
+#[ignore = "needs root: drops privileges to nobody (scripts/test runs it as root)"]
+fn needs_root_drops_to_nobody_and_clears_capabilities() {
+    assert!(memstat_agentx::privdrop::is_root(), "needs root");
+    assert!(
+        Command::new("id")
+            .arg("nobody")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "no user `nobody` here"
+    );
     let exe = std::env::current_exe().unwrap();
     let out = Command::new(exe).env(CHILD_ENV, "1").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

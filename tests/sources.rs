@@ -68,7 +68,8 @@ fn dump_bounded(src: &str) -> Command {
 }
 
 #[test]
-fn a_fifo_source_is_refused_at_start_up() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_a_fifo_source_is_refused_at_start_up() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
@@ -100,7 +101,8 @@ fn a_fifo_source_is_refused_at_start_up() {
 }
 
 #[test]
-fn a_fixture_replaced_by_a_fifo_turns_stale_and_the_daemon_still_stops() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_a_fixture_replaced_by_a_fifo_turns_stale_and_the_daemon_still_stops() {
     let (dir, snmpd, mut daemon) =
         start_with_fixture(Transport::Unix, sample_types(), &["--max-age", "0.1"]);
     let port = snmpd.port;
@@ -111,7 +113,6 @@ fn a_fixture_replaced_by_a_fifo_turns_stale_and_the_daemon_still_stops() {
 
     std::fs::remove_file(&fix).unwrap();
     mkfifo(&fix);
-    std::thread::sleep(Duration::from_millis(200));
     eventually(port, "stale", &daemon, Duration::from_millis(100), || {
         source_status(port).0 == "2"
     });
@@ -313,12 +314,10 @@ fn a_failure_before_the_first_snapshot_does_not_promise_one() {
 }
 
 #[test]
-fn after_user_a_replaced_file_that_cannot_be_opened_turns_stale() {
+#[ignore = "needs root: --user (scripts/test runs it as root)"]
+fn needs_root_after_user_a_replaced_file_that_cannot_be_opened_turns_stale() {
     use std::os::unix::fs::PermissionsExt;
-    if !memstat_agentx::privdrop::is_root() {
-        eprintln!("needs root for --user; skipped");
-        return;
-    }
+    assert!(memstat_agentx::privdrop::is_root(), "needs root for --user");
     let dir = tempfile::tempdir().unwrap();
     // The unprivileged daemon must reach the socket and look the file up.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

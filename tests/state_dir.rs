@@ -8,7 +8,6 @@ mod common;
 use common::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const SOURCE_LAST_ERROR: &str = ".1.3.6.1.4.1.32473.1.1.1.9.0";
 const SOURCE_STATUS: &str = ".1.3.6.1.4.1.32473.1.1.1.8.0";
@@ -16,12 +15,13 @@ const SOURCE_STATUS: &str = ".1.3.6.1.4.1.32473.1.1.1.8.0";
 /// The documented cap on the state file (index::STATE_FILE_CAP): 64 MiB.
 const STATE_FILE_CAP: u64 = 64 << 20;
 
-fn needs_root(test: &str) -> bool {
-    if memstat_agentx::privdrop::is_root() {
-        return true;
-    }
-    eprintln!("{test}: skipped, needs root (a root daemon writing through planted links)");
-    false
+/// The tests that need root are `#[ignore]`d, and run by scripts/test as root; run
+/// otherwise, they fail here rather than pass untested.
+fn needs_root() {
+    assert!(
+        memstat_agentx::privdrop::is_root(),
+        "needs root (a root daemon writing through planted links)"
+    );
 }
 
 /// A root-only file outside the state directory, standing for /etc/master.passwd.
@@ -58,7 +58,7 @@ fn fixture_args(dir: &Path, state: &Path) -> (String, String) {
 /// Starts a daemon that must exit on its own with status 1; returns its log.
 fn must_exit(snmpd: &Snmpd, args: &[&str]) -> String {
     let mut d = Daemon::spawn(snmpd, args);
-    let status = d.wait_exit(Duration::from_secs(10));
+    let status = d.wait_exit(PATIENCE);
     let log = d.log_text();
     let status = status.unwrap_or_else(|| panic!("the daemon did not exit: {log}"));
     assert_eq!(status.code(), Some(1), "{log}");
@@ -70,10 +70,9 @@ fn must_exit(snmpd: &Snmpd, args: &[&str]) -> String {
 /// Nothing outside the directory is written, and the daemon serves without persisting,
 /// saying why in memSourceLastError.
 #[test]
-fn a_directory_of_another_user_is_not_written_through_and_the_daemon_serves() {
-    if !needs_root("a_directory_of_another_user_is_not_written_through_and_the_daemon_serves") {
-        return;
-    }
+#[ignore = "needs root (scripts/test runs it as root)"]
+fn needs_root_a_directory_of_another_user_is_not_written_through_and_the_daemon_serves() {
+    needs_root();
     let dir = tempfile::tempdir().unwrap();
     let state = state_dir(dir.path(), 0o750);
     std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
@@ -109,10 +108,9 @@ fn a_directory_of_another_user_is_not_written_through_and_the_daemon_serves() {
 /// written through; a link or a FIFO as the state file is refused at start (no hang, no
 /// write through it) rather than rebuilt.
 #[test]
-fn links_and_fifos_in_an_accepted_directory_are_not_written_through() {
-    if !needs_root("links_and_fifos_in_an_accepted_directory_are_not_written_through") {
-        return;
-    }
+#[ignore = "needs root (scripts/test runs it as root)"]
+fn needs_root_links_and_fifos_in_an_accepted_directory_are_not_written_through() {
+    needs_root();
     let dir = tempfile::tempdir().unwrap();
     let snmpd = Snmpd::start(dir.path(), Transport::Unix);
     let v = victim(dir.path(), "victim");
@@ -212,15 +210,23 @@ fn failed_saves_are_rate_limited() {
         3,
     ));
     write_fixture(&dir.path().join("fixture.json"), types);
-    for _ in 0..28 {
-        std::thread::sleep(Duration::from_millis(40));
-        get(snmpd.port, &[&format!("{TYPE_ENTRY}.2.1")]);
-    }
-    let refreshes: u64 = get(snmpd.port, &[&format!("{ROOT}.1.1.5.0")])[0]
-        .value
-        .parse()
-        .unwrap();
-    assert!(refreshes >= 20, "{refreshes} refreshes");
+    // Gets of a table cell, each refreshing once the snapshot is older than max-age, until
+    // 20 refreshes have tried to save.
+    let refreshes = || -> u64 {
+        get(snmpd.port, &[&format!("{ROOT}.1.1.5.0")])[0]
+            .value
+            .parse()
+            .unwrap()
+    };
+    let target = refreshes() + 20;
+    wait_until(
+        "20 refreshes",
+        || {
+            get(snmpd.port, &[&format!("{TYPE_ENTRY}.2.1")]);
+            refreshes() >= target
+        },
+        || daemon.log_text(),
+    );
     let log = daemon.log_text();
     let lines = log.matches("cannot save the index state").count();
     assert!((1..=3).contains(&lines), "{lines} lines: {log}");
@@ -231,10 +237,9 @@ fn failed_saves_are_rate_limited() {
 /// run serves without persisting to a directory it must not write to, so check-config
 /// warns rather than refuses (tests/check_config.rs holds the two verdicts together).
 #[test]
-fn check_config_warns_of_a_directory_run_would_not_persist_to() {
-    if !needs_root("check_config_warns_of_a_directory_run_would_not_persist_to") {
-        return;
-    }
+#[ignore = "needs root (scripts/test runs it as root)"]
+fn needs_root_check_config_warns_of_a_directory_run_would_not_persist_to() {
+    needs_root();
     let check = |state: &Path, extra: &[&str]| {
         std::process::Command::new(bin())
             // A fixture anyone may read the absence of: the source is not what is checked.

@@ -10,11 +10,42 @@ use agentx_proto::pdu::{CloseReason, Payload, Pdu, VarBind};
 use std::time::{Duration, Instant};
 use support::*;
 
-const SHORT: Duration = Duration::from_secs(3);
+/// How long a wait for something observable may take before it fails the test (as
+/// tests/common's): reaching it means the thing never happened.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// How long the daemon may take to do what a test waits for (connect, answer, close): as
+/// [`PATIENCE`], since a wait ends as soon as it is done.
+const WAIT: Duration = PATIENCE;
+
+/// The samples for notifications taken so far: the N of the daemon's last `sample N taken`
+/// debug line (man page, NOTIFICATIONS).
+fn samples_taken(d: &Daemon) -> u64 {
+    d.log()
+        .lines()
+        .filter_map(|l| l.trim_end().strip_suffix(" taken")?.rsplit_once("sample "))
+        .filter_map(|(_, n)| n.parse().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Waits until `n` more samples were taken than when called.
+fn wait_samples(d: &Daemon, n: u64) {
+    let target = samples_taken(d) + n;
+    let t0 = Instant::now();
+    while samples_taken(d) < target {
+        assert!(
+            t0.elapsed() < PATIENCE,
+            "sample {target} not taken within {PATIENCE:?}: {}",
+            d.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 
 fn started() -> (Daemon, Conn) {
     let mut d = Daemon::start(&[]);
-    let c = d.connect(SHORT);
+    let c = d.connect(WAIT);
     (d, c)
 }
 
@@ -30,7 +61,7 @@ fn raw_header(version: u8, ty: u8, session: u32, txn: u32, packet: u32, plen: u3
 /// After a fault: either a parseError Response echoing the IDs (session kept), or the daemon
 /// drops the connection and opens a fresh session. Returns the connection to go on with.
 fn parse_error_or_reconnect(d: &mut Daemon, mut c: Conn, txn: u32, packet: u32) -> Conn {
-    match c.read_frame(SHORT) {
+    match c.read_frame(WAIT) {
         Ok(f) => {
             check_echo(&f, c.session, txn, packet);
             let r = parse_response(&f);
@@ -43,7 +74,7 @@ fn parse_error_or_reconnect(d: &mut Daemon, mut c: Conn, txn: u32, packet: u32) 
         Err(ReadErr::Eof) => {
             d.assert_alive();
             eprintln!("connection dropped, reconnecting");
-            d.connect(SHORT)
+            d.connect(WAIT)
         }
         Err(ReadErr::Timeout) => panic!("no answer and no disconnect after a malformed PDU"),
     }
@@ -57,7 +88,7 @@ fn expect_reconnect(d: &mut Daemon, mut c: Conn, within: Duration) -> Conn {
         "unexpected PDUs before the disconnect: {before:?}"
     );
     d.assert_alive();
-    d.connect(SHORT)
+    d.connect(WAIT)
 }
 
 fn still_serving(d: &mut Daemon, c: &mut Conn) {
@@ -74,8 +105,9 @@ fn still_serving(d: &mut Daemon, c: &mut Conn) {
 #[test]
 fn open_register_and_refused_agent_caps_keep_the_session() {
     let (mut d, mut c) = started();
-    // processingError to AddAgentCaps (OpenBSD) must not end the session.
-    c.assert_silent(Duration::from_millis(200), "after AddAgentCaps");
+    // processingError to AddAgentCaps (OpenBSD) must not end the session, nor draw any PDU:
+    // the next frame is the Response to the next request (a Close, or anything else sent
+    // after the refusal, would come before it).
     still_serving(&mut d, &mut c);
 }
 
@@ -630,12 +662,10 @@ fn set_phases() {
     });
     assert_eq!((resp.error, resp.index), (E_NOT_WRITABLE, 1), "{resp:?}");
     // CleanupSet gets no Response (RFC 2741 §7.2.4.4).
+    // The next frame is the Response to the next request: an answer to the CleanupSet
+    // would come before it.
     let (b, _, _) = c.encode(Payload::CleanupSet);
     c.send_raw(&b);
-    c.assert_silent(
-        Duration::from_millis(300),
-        "CleanupSet must not be answered",
-    );
     still_serving(&mut d, &mut c);
     // Several VarBinds: the first one fails.
     let resp = c.request(Payload::TestSet {
@@ -653,10 +683,6 @@ fn set_phases() {
     }
     let (b, _, _) = c.encode(Payload::CleanupSet);
     c.send_raw(&b);
-    c.assert_silent(
-        Duration::from_millis(300),
-        "CleanupSet must not be answered",
-    );
     still_serving(&mut d, &mut c);
 }
 
@@ -726,10 +752,10 @@ fn truncated_pdu_then_close_ends_in_reconnect() {
     let (b, _, _) = c.encode(Payload::GetNext {
         ranges: vec![range(&r(&[1, 2, 1, 2]), false, &[])],
     });
+    // The close follows the bytes in the stream: the daemon reads the cut PDU, then the end.
     c.send_raw(&b[..b.len() - 8]);
-    std::thread::sleep(Duration::from_millis(50));
     drop(c);
-    let mut c = d.connect(SHORT);
+    let mut c = d.connect(WAIT);
     still_serving(&mut d, &mut c);
 }
 
@@ -759,7 +785,7 @@ fn master_closing_mid_response_ends_in_reconnect() {
     });
     c.send_raw(&b);
     drop(c);
-    let mut c = d.connect(SHORT);
+    let mut c = d.connect(WAIT);
     still_serving(&mut d, &mut c);
 }
 
@@ -778,7 +804,7 @@ fn master_close_pdu_ends_in_reconnect() {
     )
     .encode(&mut b);
     c.send_raw(&b);
-    let mut c = expect_reconnect(&mut d, c, SHORT);
+    let mut c = expect_reconnect(&mut d, c, WAIT);
     still_serving(&mut d, &mut c);
 }
 
@@ -794,9 +820,10 @@ fn check_ping(f: &Frame, session: u32) {
 }
 
 #[test]
-fn answered_pings_keep_the_session() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_answered_pings_keep_the_session() {
     let mut d = Daemon::start(&["--ping-interval", "0.2"]);
-    let mut c = d.connect(SHORT);
+    let mut c = d.connect(WAIT);
     let t0 = Instant::now();
     let mut pings = 0;
     while t0.elapsed() < Duration::from_millis(1100) {
@@ -812,7 +839,7 @@ fn answered_pings_keep_the_session() {
 #[test]
 fn unanswered_pings_end_in_reconnect() {
     let mut d = Daemon::start(&["--ping-interval", "0.3"]);
-    let mut c = d.connect(SHORT);
+    let mut c = d.connect(WAIT);
     let t0 = Instant::now();
     let f = c.frame();
     check_ping(&f, c.session);
@@ -826,7 +853,7 @@ fn unanswered_pings_end_in_reconnect() {
         );
     }
     d.assert_alive();
-    let mut c = d.connect(SHORT);
+    let mut c = d.connect(WAIT);
     eprintln!("reconnected {:?} after the first Ping", t0.elapsed());
     let f = c.frame();
     check_ping(&f, c.session);
@@ -839,7 +866,8 @@ fn unanswered_pings_end_in_reconnect() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn sigterm_sends_close_shutdown_and_exits_zero() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_sigterm_sends_close_shutdown_and_exits_zero() {
     let (mut d, mut c) = started();
     still_serving(&mut d, &mut c);
     let t0 = Instant::now();
@@ -862,15 +890,18 @@ fn sigterm_sends_close_shutdown_and_exits_zero() {
 /// fill the socket buffers and its write waits (up to 5 s before it gives the master up).
 /// SIGTERM must still end it within a second: the write in flight and the Close give up.
 #[test]
-fn sigterm_exits_within_a_second_while_the_master_does_not_read() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_sigterm_exits_within_a_second_while_the_master_does_not_read() {
     let (mut d, mut c) = started();
     still_serving(&mut d, &mut c);
     // Requests for whole-MIB GetBulks, never read: megabytes of Responses against a few
-    // hundred kilobytes of buffer. The requests themselves are small; stop if even they
-    // no longer fit.
+    // hundred kilobytes of buffer. Sent until even they no longer fit: a request that waits
+    // 200 ms for room shows that the daemon has stopped reading, its Responses filling the
+    // buffers and its write waiting for room.
     c.s.set_write_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    for _ in 0..2000 {
+    let t0 = Instant::now();
+    loop {
         let (b, _, _) = c.encode(Payload::GetBulk {
             non_repeaters: 0,
             max_repetitions: 1000,
@@ -879,9 +910,11 @@ fn sigterm_exits_within_a_second_while_the_master_does_not_read() {
         if std::io::Write::write_all(&mut c.s, &b).is_err() {
             break;
         }
+        assert!(
+            t0.elapsed() < PATIENCE,
+            "the daemon went on reading requests for {PATIENCE:?}"
+        );
     }
-    // Let the daemon fill the buffers and block in its write.
-    std::thread::sleep(Duration::from_millis(500));
     d.assert_alive();
     let t0 = Instant::now();
     d.sigterm();
@@ -1100,9 +1133,13 @@ fn notify_pdu_layout_and_a_refusal() {
         "--notify-holdoff",
         "0",
     ]);
-    let mut c = d.connect(SHORT);
-    // Let two samples pass: the first after the connection is a baseline.
-    c.assert_silent(Duration::from_millis(600), "a baseline sends nothing");
+    let mut c = d.connect(WAIT);
+    // Two samples after the connection (the first is a baseline), seen in the log; what a
+    // sample finds is sent before the next one is taken, so the third shows that the first
+    // two have sent whatever they would. Then the next frame must be the Response to the
+    // next request: a Notify of theirs would come before it.
+    wait_samples(&d, 3);
+    still_serving(&mut d, &mut c);
     let mut rows = fixture_rows();
     let bump = |rows: &mut Vec<Row>, to: u64| {
         for s in rows[0].stats.iter_mut() {
@@ -1115,7 +1152,7 @@ fn notify_pdu_layout_and_a_refusal() {
     let tmp = d.fixture.with_extension("tmp");
     std::fs::write(&tmp, fixture_json(&rows)).unwrap();
     std::fs::rename(&tmp, &d.fixture).unwrap();
-    let (f, vbs) = next_notify(&mut c, SHORT);
+    let (f, vbs) = next_notify(&mut c, WAIT);
     assert_eq!(f.h.session, c.session, "Notify must carry the sessionID");
     assert_eq!(f.h.flags, F_NBO, "Notify flags: NBO only, default context");
     let root = |tail: &[u32]| r(tail);
@@ -1132,7 +1169,7 @@ fn notify_pdu_layout_and_a_refusal() {
     bump(&mut rows, 12);
     std::fs::write(&tmp, fixture_json(&rows)).unwrap();
     std::fs::rename(&tmp, &d.fixture).unwrap();
-    let (f2, vbs) = next_notify(&mut c, SHORT);
+    let (f2, vbs) = next_notify(&mut c, WAIT);
     assert!(
         f2.h.packet != f.h.packet,
         "each Notify has its own packetID"

@@ -229,11 +229,9 @@ fn the_command_prints_the_hand_worked_rows_and_refuses_slab_rows() {
 }
 
 #[test]
-fn the_live_linux_source_is_refused_for_vmstat() {
-    if std::fs::File::open("/proc/slabinfo").is_err() {
-        eprintln!("/proc/slabinfo not readable here; skipped");
-        return;
-    }
+#[ignore = "needs root: reads /proc/slabinfo (scripts/test runs it as root)"]
+fn needs_root_the_live_linux_source_is_refused_for_vmstat() {
+    std::fs::File::open("/proc/slabinfo").expect("/proc/slabinfo readable");
     let out = Command::new(env!("CARGO_BIN_EXE_memstat-agentx"))
         .args(["dump", "--source", "linux", "--format", "vmstat"])
         .output()

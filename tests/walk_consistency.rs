@@ -415,6 +415,19 @@ fn spawn_walker(
     start_after: Duration,
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<Vec<WalkRecord>> {
+    spawn_counted_walker(port, m, rows, start_after, stop, Arc::default())
+}
+
+/// [`spawn_walker`], counting each walk it finishes in `walked`, for a test that waits for
+/// walks to have been made.
+fn spawn_counted_walker(
+    port: u16,
+    m: Manager,
+    rows: u32,
+    start_after: Duration,
+    stop: Arc<AtomicBool>,
+    walked: Arc<AtomicU64>,
+) -> JoinHandle<Vec<WalkRecord>> {
     std::thread::spawn(move || {
         std::thread::sleep(start_after);
         let mut out = Vec::new();
@@ -449,6 +462,7 @@ fn spawn_walker(
                 },
             };
             out.push(rec);
+            walked.fetch_add(1, Ordering::Relaxed);
         }
         out
     })
@@ -797,7 +811,8 @@ fn concurrent_managers(
 /// time (every -Cr1 and snmpwalk request stops at every cell), which is where a daemon that
 /// keys continuations by OID alone lets one walk move another onto its snapshot.
 #[test]
-fn concurrent_managers_each_walk_one_snapshot() {
+#[ignore = "a rate of crossed walks: scripts/test runs it alone, after the others"]
+fn deadline_concurrent_managers_each_walk_one_snapshot() {
     concurrent_managers(
         "max-age 0.01",
         40,
@@ -811,7 +826,8 @@ fn concurrent_managers_each_walk_one_snapshot() {
 /// The same with the default max-age (5 s) and walk-window (30 s), the deployed settings:
 /// snapshots change only every 5 s, so walks that straddle a refresh are what is tested.
 #[test]
-fn concurrent_managers_each_walk_one_snapshot_default_max_age() {
+#[ignore = "a rate of crossed walks: scripts/test runs it alone, after the others"]
+fn deadline_concurrent_managers_each_walk_one_snapshot_default_max_age() {
     concurrent_managers(
         "default max-age",
         40,
@@ -847,12 +863,14 @@ fn pollers_beside_random_clients(label: &str, walkers: u32, clients: usize, args
 }
 
 #[test]
-fn four_pollers_beside_two_random_clients_never_mix_snapshots() {
+#[ignore = "a rate of crossed walks: scripts/test runs it alone, after the others"]
+fn deadline_four_pollers_beside_two_random_clients_never_mix_snapshots() {
     pollers_beside_random_clients("4 walkers, 2 clients", 4, 2, &[]);
 }
 
 #[test]
-fn twenty_pollers_beside_four_random_clients_mix_at_most_1_in_100() {
+#[ignore = "a rate of crossed walks: scripts/test runs it alone, after the others"]
+fn deadline_twenty_pollers_beside_four_random_clients_mix_at_most_1_in_100() {
     pollers_beside_random_clients("20 walkers, 4 clients", 20, 4, &[]);
 }
 
@@ -959,7 +977,8 @@ fn time_until(
 /// even while other managers walk continuously (pinned snapshots must not keep serving new
 /// requests old data), and within max-age once nobody else walks.
 #[test]
-fn a_change_reaches_new_gets_and_walks_within_the_bound() {
+#[ignore = "deadline: scripts/test runs it alone, after the others"]
+fn deadline_a_change_reaches_new_gets_and_walks_within_the_bound() {
     let rows = 40;
     let max_age = Duration::from_millis(500);
     let window = Duration::from_secs(3);
@@ -970,6 +989,8 @@ fn a_change_reaches_new_gets_and_walks_within_the_bound() {
     let fix = dir.path().join("fixture.json");
     let mut writer = FixtureWriter::start(&fix, rows, 2, Duration::from_millis(5));
     let stop = Arc::new(AtomicBool::new(false));
+    let walked: Vec<Arc<AtomicU64>> = (0..4).map(|_| Arc::default()).collect();
+    let t_start = Instant::now();
     let walkers: Vec<_> = [
         Manager::Bulk(1),
         Manager::Bulk(3),
@@ -977,21 +998,26 @@ fn a_change_reaches_new_gets_and_walks_within_the_bound() {
         Manager::Walk,
     ]
     .iter()
+    .zip(&walked)
     .enumerate()
-    .map(|(i, &m)| {
-        spawn_walker(
+    .map(|(i, (&m, walked))| {
+        spawn_counted_walker(
             port,
             m,
             rows,
             Duration::from_millis(100 * i as u64),
             stop.clone(),
+            walked.clone(),
         )
     })
     .collect();
     // Let the walkers get going (each has finished a walk and is on its next), so the change
     // below lands among walks in progress.
-    let t_start = Instant::now();
-    std::thread::sleep(Duration::from_secs(2));
+    wait_until(
+        "every walker's first walk",
+        || walked.iter().all(|w| w.load(Ordering::Relaxed) >= 1),
+        || daemon.log_text(),
+    );
 
     let probe_oids: Vec<String> = [1, rows / 2, rows]
         .iter()

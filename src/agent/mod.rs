@@ -101,6 +101,8 @@ pub struct Agent {
     watcher: Watcher,
     /// When the last sample was taken (or the agent started).
     last_sample: Instant,
+    /// Samples taken since the start, for the debug line each one logs.
+    samples: u64,
     /// Notifications due, for the session to send or drop.
     pending: VecDeque<Notification>,
     /// The generation of the snapshot that answered the last request's table cells, for
@@ -130,6 +132,7 @@ impl Agent {
             save_warnings: RateLimited::new(Duration::from_secs(10)),
             watcher: Watcher::new(),
             last_sample: now,
+            samples: 0,
             pending: VecDeque::new(),
             #[cfg(test)]
             answered_from: None,
@@ -349,6 +352,11 @@ impl Agent {
     /// within the view bound and the walk contract.
     pub fn sample(&mut self, now: Instant) {
         self.last_sample = now;
+        self.samples += 1;
+        // The one mark of a sample outside the notifications it may cause: a test that
+        // checks that nothing was sent waits for samples to be taken first (man page,
+        // NOTIFICATIONS).
+        tracing::debug!("sample {} taken", self.samples);
         let Some(view) = self.store.current().cloned() else {
             return;
         };

@@ -18,6 +18,29 @@ pub const TYPE_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.2.1";
 pub const SOURCE_STATUS: &str = ".1.3.6.1.4.1.32473.1.1.1.8.0";
 pub const SOURCE_LAST_ERROR: &str = ".1.3.6.1.4.1.32473.1.1.1.9.0";
 
+/// How long a wait for something observable may take before it fails the test: far more
+/// than any of them takes on a loaded two-core machine, so that reaching it means the thing
+/// waited for did not happen. A wait ends as soon as its condition holds, so the limit costs
+/// a passing test nothing.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// How often a wait looks again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Waits until `done` holds, looking every few milliseconds; fails the test, saying `what`
+/// and `context()`, once [`PATIENCE`] has passed without it.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool, context: impl Fn() -> String) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {PATIENCE:?}\n{}",
+            context()
+        );
+        std::thread::sleep(POLL);
+    }
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_memstat-agentx")
 }
@@ -204,7 +227,7 @@ impl Snmpd {
             .spawn()
             .expect("start snmpd");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + PATIENCE;
         loop {
             let o = snmp_cmd(
                 "snmpget",
@@ -321,7 +344,7 @@ impl Daemon {
 
     /// Waits until the master answers for our subtree.
     pub fn wait_registered(&mut self, port: u16) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + PATIENCE;
         loop {
             let o = snmp_cmd(
                 "snmpget",
@@ -347,6 +370,39 @@ impl Daemon {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log holds `what` at least `times` times.
+    pub fn wait_log(&self, what: &str, times: usize) {
+        wait_until(
+            &format!("{times} x {what:?} in the daemon's log"),
+            || self.log_text().matches(what).count() >= times,
+            || self.log_text(),
+        );
+    }
+
+    /// The samples for notifications taken so far: the N of the last `sample N taken` debug
+    /// line (the daemon's one mark of a sample, see the man page's NOTIFICATIONS).
+    pub fn samples_taken(&self) -> u64 {
+        self.log_text()
+            .lines()
+            .filter_map(|l| l.trim_end().strip_suffix(" taken")?.rsplit_once("sample "))
+            .filter_map(|(_, n)| n.parse().ok())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Waits until `n` more samples were taken than when called. A sample that began before
+    /// the call may have read the source before a change the caller just made, so a caller
+    /// that needs `k` samples of what it wrote waits for `k + 1`; and the notifications a
+    /// sample found are handed to the master before the next sample is taken.
+    pub fn wait_samples(&self, n: u64) {
+        let target = self.samples_taken() + n;
+        wait_until(
+            &format!("sample {target} (the daemon logs `sample N taken` at debug level)"),
+            || self.samples_taken() >= target,
+            || self.log_text(),
+        );
     }
 
     pub fn is_running(&mut self) -> bool {
@@ -553,7 +609,7 @@ pub fn source_status(port: u16) -> (String, String) {
 }
 
 /// Walks memTypeTable (which refreshes an expired snapshot) until `check` holds, every
-/// `every`, for at most 5 s.
+/// `every`, for at most [`PATIENCE`].
 pub fn eventually(
     port: u16,
     what: &str,
@@ -561,7 +617,7 @@ pub fn eventually(
     every: Duration,
     check: impl Fn() -> bool,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let _ = bulkwalk(port, TYPE_ENTRY, &[]);
         if check() {
@@ -569,7 +625,7 @@ pub fn eventually(
         }
         assert!(
             Instant::now() < deadline,
-            "{what}: not within 5 s\n{}",
+            "{what}: not within {PATIENCE:?}\n{}",
             daemon.log_text()
         );
         std::thread::sleep(every);
@@ -647,7 +703,7 @@ impl Snmptrapd {
             port,
             log,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + PATIENCE;
         while !std::fs::read_to_string(&t.log)
             .unwrap_or_default()
             .contains("NET-SNMP version")
