@@ -294,6 +294,17 @@ fn expected(
         put(r(&[1, 6, 1, 6, k.index]), Some(truth(k.stackable)));
     }
 
+    // Every source's groups of figures (memstatArc): R.1.node.sub.0, a Counter64 for each
+    // object whose figure the snapshot holds.
+    for g in SOURCES.iter().flat_map(|d| d.groups.iter()) {
+        for o in g.objects {
+            let mut oid = vec![1];
+            oid.extend_from_slice(g.node);
+            oid.extend_from_slice(&[o.sub, 0]);
+            put(r(&oid), figures.get(o.figure).map(|&v| Value::Counter64(v)));
+        }
+    }
+
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
@@ -738,13 +749,21 @@ fn arb_reads() -> impl Strategy<Value = Reads> {
     ]
 }
 
-/// Kernel-wide figures: any of the kinds' figures, and sometimes one that no kind serves.
+/// Kernel-wide figures: any of the kinds' and the figure groups' figures, and sometimes one
+/// that nothing serves.
 fn arb_figures() -> impl Strategy<Value = BTreeMap<String, u64>> {
-    let mut keys: Vec<String> = SOURCES
+    let kinds = SOURCES
         .iter()
         .flat_map(|d| d.kinds.iter())
-        .map(|k| k.figure.to_string())
-        .collect();
+        .map(|k| k.figure);
+    let groups = SOURCES
+        .iter()
+        .flat_map(|d| d.groups.iter())
+        .flat_map(|g| g.objects.iter())
+        .map(|o| o.figure);
+    let mut keys: Vec<String> = kinds.chain(groups).map(String::from).collect();
+    keys.sort();
+    keys.dedup();
     keys.push("test.served_by_no_kind".into());
     let n = keys.len();
     proptest::sample::subsequence(keys, 0..=n).prop_flat_map(|keys| {
@@ -1042,11 +1061,16 @@ fn the_model_has_every_object_the_mib_defines() {
             types: Some(1),
         }],
     };
-    let figures = SOURCES
+    let kinds = SOURCES
         .iter()
         .flat_map(|d| d.kinds.iter())
-        .map(|k| (k.figure.to_string(), 1))
-        .collect();
+        .map(|k| k.figure);
+    let groups = SOURCES
+        .iter()
+        .flat_map(|d| d.groups.iter())
+        .flat_map(|g| g.objects.iter())
+        .map(|o| o.figure);
+    let figures = kinds.chain(groups).map(|f| (f.to_string(), 1)).collect();
     let all = expected(&[t], &[1], &[0], &st, &figures);
     let accessible: Vec<(&str, Vec<u32>)> = object_defs()
         .into_iter()

@@ -1,6 +1,6 @@
 //! The ZFS ARC on Linux, from OpenZFS's kstat file /proc/spl/kstat/zfs/arcstats: its size
 //! as a row of memKernelTable, and every statistic as a figure (`arcstats.` and its name),
-//! for the ARC's own group to serve by name.
+//! which the ARC's own group (memstatArc, [`ARC_GROUP`]) serves by name.
 //!
 //! The file is kstat text (OpenZFS module/os/linux/spl/spl-kstat.c): a header line of the
 //! kstat's own numbers, a `name type data` line, then one `name type value` line per
@@ -9,13 +9,16 @@
 //! statistics come and go between OpenZFS releases (`p` became `pd` and `pm` in 2.2.0), and an
 //! absent one is an absent figure, never 0.
 //!
-//! Without OpenZFS loaded the file does not exist: the default path then gives no figures
-//! and no error (a host without ZFS has no ARC to report), while a path named with
-//! `arcstats:PATH` must exist. The file is readable by everyone and appears when the module
-//! is loaded, so it is opened again at every refresh.
+//! Without OpenZFS loaded the file does not exist: the source then gives no statistics and no
+//! error (a host without ZFS has no ARC to report), and memArcStatistics reads 0; a file
+//! named with `arcstats:PATH` is read the same way, so that a test or a replay can load and
+//! unload ZFS by creating and removing it. The file is readable by everyone and appears when
+//! the module is loaded, so it is opened again at every refresh.
 
 use super::error::{file_error, open_regular, refuse_if_not_regular};
-use super::source_def::{Fills, KernelKind, Opening, Os, PathRule, Reading, SourceDef};
+use super::source_def::{
+    FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, Reading, SourceDef,
+};
 use super::{Figures, SourceData, SourceError};
 use std::path::{Path, PathBuf};
 
@@ -34,7 +37,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: Some(Os::Linux),
     opening: Opening::Reopened,
     fills: Fills::Allocators(&[]),
-    groups: &[],
+    groups: &[ARC_GROUP],
     kinds: &[KernelKind {
         index: 13,
         name: "zfsArc",
@@ -48,6 +51,197 @@ pub const SOURCE: SourceDef = SourceDef {
     open: open_source,
 };
 
+/// memstatArc: the ARC's own statistics, on Linux from this source and on FreeBSD from the
+/// `freebsd` source's kstat.zfs.misc.arcstats sysctls, under the same figures.
+pub const ARC_GROUP: FigureGroup = FigureGroup {
+    name: "memstatArc",
+    node: &[7],
+    objects: &[
+        FigureObject {
+            sub: 1,
+            name: "memArcStatistics",
+            figure: "arcstats.statistics",
+        },
+        FigureObject {
+            sub: 2,
+            name: "memArcSize",
+            figure: "arcstats.size",
+        },
+        FigureObject {
+            sub: 3,
+            name: "memArcTarget",
+            figure: "arcstats.c",
+        },
+        FigureObject {
+            sub: 4,
+            name: "memArcMin",
+            figure: "arcstats.c_min",
+        },
+        FigureObject {
+            sub: 5,
+            name: "memArcMax",
+            figure: "arcstats.c_max",
+        },
+        FigureObject {
+            sub: 6,
+            name: "memArcShrinkable",
+            figure: "arcstats.shrinkable",
+        },
+        FigureObject {
+            sub: 7,
+            name: "memArcMruTarget",
+            figure: "arcstats.p",
+        },
+        FigureObject {
+            sub: 8,
+            name: "memArcMruSize",
+            figure: "arcstats.mru_size",
+        },
+        FigureObject {
+            sub: 9,
+            name: "memArcMfuSize",
+            figure: "arcstats.mfu_size",
+        },
+        FigureObject {
+            sub: 10,
+            name: "memArcAnonSize",
+            figure: "arcstats.anon_size",
+        },
+        FigureObject {
+            sub: 11,
+            name: "memArcDataSize",
+            figure: "arcstats.data_size",
+        },
+        FigureObject {
+            sub: 12,
+            name: "memArcMetadataSize",
+            figure: "arcstats.metadata_size",
+        },
+        FigureObject {
+            sub: 13,
+            name: "memArcHeaderSize",
+            figure: "arcstats.hdr_size",
+        },
+        FigureObject {
+            sub: 14,
+            name: "memArcDbufSize",
+            figure: "arcstats.dbuf_size",
+        },
+        FigureObject {
+            sub: 15,
+            name: "memArcDnodeSize",
+            figure: "arcstats.dnode_size",
+        },
+        FigureObject {
+            sub: 16,
+            name: "memArcBonusSize",
+            figure: "arcstats.bonus_size",
+        },
+        FigureObject {
+            sub: 17,
+            name: "memArcL2HeaderSize",
+            figure: "arcstats.l2_hdr_size",
+        },
+        FigureObject {
+            sub: 18,
+            name: "memArcCompressedSize",
+            figure: "arcstats.compressed_size",
+        },
+        FigureObject {
+            sub: 19,
+            name: "memArcUncompressedSize",
+            figure: "arcstats.uncompressed_size",
+        },
+        FigureObject {
+            sub: 20,
+            name: "memArcHits",
+            figure: "arcstats.hits",
+        },
+        FigureObject {
+            sub: 21,
+            name: "memArcMisses",
+            figure: "arcstats.misses",
+        },
+        FigureObject {
+            sub: 22,
+            name: "memArcDemandDataHits",
+            figure: "arcstats.demand_data_hits",
+        },
+        FigureObject {
+            sub: 23,
+            name: "memArcDemandDataMisses",
+            figure: "arcstats.demand_data_misses",
+        },
+        FigureObject {
+            sub: 24,
+            name: "memArcDemandMetadataHits",
+            figure: "arcstats.demand_metadata_hits",
+        },
+        FigureObject {
+            sub: 25,
+            name: "memArcDemandMetadataMisses",
+            figure: "arcstats.demand_metadata_misses",
+        },
+        FigureObject {
+            sub: 26,
+            name: "memArcPrefetchDataHits",
+            figure: "arcstats.prefetch_data_hits",
+        },
+        FigureObject {
+            sub: 27,
+            name: "memArcPrefetchDataMisses",
+            figure: "arcstats.prefetch_data_misses",
+        },
+        FigureObject {
+            sub: 28,
+            name: "memArcPrefetchMetadataHits",
+            figure: "arcstats.prefetch_metadata_hits",
+        },
+        FigureObject {
+            sub: 29,
+            name: "memArcPrefetchMetadataMisses",
+            figure: "arcstats.prefetch_metadata_misses",
+        },
+        FigureObject {
+            sub: 30,
+            name: "memArcMemoryThrottles",
+            figure: "arcstats.memory_throttle_count",
+        },
+    ],
+};
+
+/// The figure of how many statistics the kernel reported: 0 without ZFS.
+pub const STATISTICS: &str = "arcstats.statistics";
+/// The figure of the part the kernel can take back: size − c_min, floored at 0.
+pub const SHRINKABLE: &str = "arcstats.shrinkable";
+
+/// The statistics the group serves, by their OpenZFS names (what FreeBSD's
+/// `kstat.zfs.misc.arcstats.` sysctls are named after).
+pub(crate) fn served_statistics() -> impl Iterator<Item = &'static str> {
+    ARC_GROUP
+        .objects
+        .iter()
+        .filter(|o| o.figure != STATISTICS && o.figure != SHRINKABLE)
+        .filter_map(|o| o.figure.strip_prefix("arcstats."))
+}
+
+/// Adds the derived figures to `figures`, which hold the `arcstats.` statistics read (none
+/// without ZFS): how many there are, and the shrinkable part.
+pub(crate) fn derive(figures: &mut Figures) {
+    let n = figures
+        .keys()
+        .filter(|k| k.starts_with("arcstats."))
+        .count();
+    let shrinkable = match (figures.get(SIZE), figures.get("arcstats.c_min")) {
+        (Some(size), Some(min)) => Some(size.saturating_sub(*min)),
+        _ => None,
+    };
+    figures.insert(STATISTICS.to_string(), n as u64);
+    if let Some(v) = shrinkable {
+        figures.insert(SHRINKABLE.to_string(), v);
+    }
+}
+
 /// The most a read takes in. The file is some 150 lines of under 60 bytes; past 1 MiB it is
 /// not arcstats.
 pub const MAX_ARCSTATS_BYTES: u64 = 1024 * 1024;
@@ -56,33 +250,33 @@ pub const MAX_ARCSTATS_BYTES: u64 = 1024 * 1024;
 const KSTAT_DATA_UINT64: &[u8] = b"4";
 
 fn open_source(path: Option<&Path>) -> Result<Box<dyn Reading>, SourceError> {
-    let (path, named) = match path {
-        Some(p) => (p, true),
-        None => (Path::new(ARCSTATS), false),
-    };
+    let path = path.unwrap_or(Path::new(ARCSTATS));
     // A FIFO or device named by mistake is refused at start-up; a missing file is left to
     // the read.
     refuse_if_not_regular(path)?;
     Ok(Box::new(ArcstatsFile {
         path: path.to_path_buf(),
-        named,
         buf: Vec::with_capacity(8 * 1024),
     }))
 }
 
-/// An arcstats source: its path, opened again at every read, whether the path was named
-/// (then it must exist), and a buffer reused across reads.
+/// An arcstats source: its path, opened again at every read, and a buffer reused across
+/// reads.
 struct ArcstatsFile {
     path: PathBuf,
-    named: bool,
     buf: Vec<u8>,
 }
 
 impl Reading for ArcstatsFile {
     fn read(&mut self) -> Result<SourceData, SourceError> {
-        if !self.named && !self.path.exists() {
-            // OpenZFS is not loaded: no ARC.
-            return Ok(SourceData::default());
+        if !self.path.exists() {
+            // OpenZFS is not loaded: no ARC, and memArcStatistics says so.
+            let mut figures = Figures::new();
+            derive(&mut figures);
+            return Ok(SourceData {
+                types: Vec::new(),
+                figures,
+            });
         }
         let what = self.path.display().to_string();
         let (file, _) = open_regular(&self.path, "")?;
@@ -155,6 +349,8 @@ pub fn parse(text: &[u8], what: &str) -> Result<Figures, SourceError> {
             return Err(bad(i + 1, &name, "listed twice".into()));
         }
     }
+    // Derived last: they win over a statistic of the same name, which OpenZFS has not.
+    derive(&mut figures);
     Ok(figures)
 }
 

@@ -24,7 +24,10 @@ fn reads_every_uint64_statistic_by_name() {
     assert!(!f.contains_key("arcstats.p"));
     // Another kstat type is not a figure.
     assert!(!f.contains_key("arcstats.arc_raw_size"));
-    assert_eq!(f.len(), 8, "{f:?}");
+    // Derived: how many statistics there were, and size − c_min.
+    assert_eq!(f[STATISTICS], 8);
+    assert_eq!(f[SHRINKABLE], 2_147_483_648 - (1 << 30));
+    assert_eq!(f.len(), 10, "{f:?}");
 }
 
 #[test]
@@ -59,20 +62,39 @@ fn what_is_not_kstat_text_is_an_error_naming_the_line() {
 }
 
 #[test]
-fn no_zfs_is_no_arc_but_a_named_file_must_exist() {
+fn no_zfs_is_no_arc_and_loading_it_is_seen_at_the_next_read() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("arcstats");
-    // The default path on a host without OpenZFS: nothing, and no error.
-    let mut r = ArcstatsFile {
-        path: missing.clone(),
-        named: false,
-        buf: Vec::new(),
-    };
-    assert_eq!(r.read().unwrap(), SourceData::default());
-    // The same file named on purpose: an error that names it.
-    let mut r = open_source(Some(&missing)).unwrap();
-    let e = r.read().unwrap_err().to_string();
-    assert!(e.contains("arcstats"), "{e}");
-    std::fs::write(&missing, SAMPLE).unwrap();
-    assert_eq!(r.read().unwrap().figures[SIZE], 2_147_483_648);
+    let file = dir.path().join("arcstats");
+    let mut r = open_source(Some(&file)).unwrap();
+    // Not loaded: no statistics, no error, and the count says so.
+    let none = r.read().unwrap().figures;
+    assert_eq!(none.len(), 1, "{none:?}");
+    assert_eq!(none[STATISTICS], 0);
+    // Loaded.
+    std::fs::write(&file, SAMPLE).unwrap();
+    let f = r.read().unwrap().figures;
+    assert_eq!(f[SIZE], 2_147_483_648);
+    // Unloaded again.
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(r.read().unwrap().figures[STATISTICS], 0);
+}
+
+#[test]
+fn shrinkable_is_floored_at_zero() {
+    let mut f: Figures = [(SIZE.to_string(), 10), ("arcstats.c_min".to_string(), 20)]
+        .into_iter()
+        .collect();
+    derive(&mut f);
+    assert_eq!(f[SHRINKABLE], 0);
+    let mut f: Figures = [(SIZE.to_string(), 10)].into_iter().collect();
+    derive(&mut f);
+    assert!(!f.contains_key(SHRINKABLE), "no c_min, no shrinkable");
+}
+
+#[test]
+fn every_served_statistic_is_named_as_openzfs_names_it() {
+    let served: Vec<&str> = served_statistics().collect();
+    assert!(served.contains(&"size") && served.contains(&"c_min") && served.contains(&"p"));
+    assert!(!served.contains(&"statistics") && !served.contains(&"shrinkable"));
+    assert_eq!(served.len(), ARC_GROUP.objects.len() - 2);
 }

@@ -9,7 +9,7 @@
 //! The byte-level helpers both stream parsers share live in [`super::stream`].
 
 use super::source_def::{Fills, Opening, Os, PathRule, Reading, SourceDef};
-use super::{malloc, uma, wired, MemoryType, Snapshot, SourceData, SourceError};
+use super::{arcstats, malloc, uma, wired, MemoryType, Snapshot, SourceData, SourceError};
 use std::path::Path;
 
 /// The `freebsd` source: the running kernel's malloc types and UMA zones.
@@ -41,10 +41,13 @@ impl Reading for KernelStreams {
                 Some(acc.unwrap_or(0).saturating_add(v))
             });
         let raw = self.read_scalars();
-        Ok(SourceData {
-            types,
-            figures: wired::figures(&raw, malloc_in_use),
-        })
+        let mut figures = wired::figures(&raw, malloc_in_use);
+        // The ARC's statistics, under the names the Linux kstat file gives them.
+        for (k, v) in raw.iter().filter(|(k, _)| k.starts_with("arcstats.")) {
+            figures.insert(k.clone(), *v);
+        }
+        arcstats::derive(&mut figures);
+        Ok(SourceData { types, figures })
     }
 }
 
@@ -186,16 +189,27 @@ pub(crate) struct KernelStreams {
 /// One scalar sysctl: its name, the raw figure it fills, its MIB once resolved, a buffer.
 #[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
 struct Scalar {
-    name: &'static str,
-    figure: &'static str,
+    name: String,
+    figure: String,
     mib: Option<Vec<libc::c_int>>,
     buf: Vec<u8>,
 }
 
+/// The wired memory's sysctls, then the ARC's statistics that memstatArc serves.
+#[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
 fn scalars() -> Vec<Scalar> {
-    wired::SYSCTLS
+    let wired = wired::SYSCTLS
         .iter()
-        .map(|&(name, figure)| Scalar {
+        .map(|&(name, figure)| (name.to_string(), figure.to_string()));
+    let arc = arcstats::served_statistics().map(|f| {
+        (
+            format!("kstat.zfs.misc.arcstats.{f}"),
+            format!("arcstats.{f}"),
+        )
+    });
+    wired
+        .chain(arc)
+        .map(|(name, figure)| Scalar {
             name,
             figure,
             mib: None,
@@ -227,7 +241,7 @@ impl KernelStreams {
         let mut raw = super::Figures::new();
         for s in &mut self.scalars {
             if s.mib.is_none() {
-                s.mib = sys::name_to_mib(s.name).ok();
+                s.mib = sys::name_to_mib(&s.name).ok();
             }
             let Some(mib) = &s.mib else {
                 continue;
@@ -235,12 +249,12 @@ impl KernelStreams {
             match read_stream(&mut s.buf, |b| sys::sysctl_mib(mib, b)) {
                 Ok(n) => match wired::value_of(&s.buf[..n]) {
                     Some(v) => {
-                        raw.insert(s.figure.to_string(), v);
+                        raw.insert(s.figure.clone(), v);
                     }
                     None => tracing::debug!("{}: {n} bytes is not an integer", s.name),
                 },
                 Err(e) => {
-                    tracing::debug!("{}", e.into_source(s.name));
+                    tracing::debug!("{}", e.into_source(&s.name));
                     // Gone (a module unloaded): look it up again next time.
                     s.mib = None;
                 }
