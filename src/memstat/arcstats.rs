@@ -15,7 +15,7 @@
 //! unload ZFS by creating and removing it. The file is readable by everyone and appears when
 //! the module is loaded, so it is opened again at every refresh.
 
-use super::error::{file_error, open_regular, refuse_if_not_regular};
+use super::error::{refuse_if_not_regular, reread_capped};
 use super::source_def::{
     FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, Reading, SourceDef,
 };
@@ -278,10 +278,7 @@ impl Reading for ArcstatsFile {
                 figures,
             });
         }
-        let what = self.path.display().to_string();
-        let (file, _) = open_regular(&self.path, "")?;
-        crate::boundedfile::read_capped(file, MAX_ARCSTATS_BYTES, &mut self.buf)
-            .map_err(|e| file_error(&what, "", e))?;
+        let what = reread_capped(&self.path, MAX_ARCSTATS_BYTES, &mut self.buf)?;
         Ok(SourceData {
             types: Vec::new(),
             figures: parse(&self.buf, &what)?,

@@ -103,6 +103,20 @@ pub(crate) fn open_regular(path: &Path, hint: &str) -> Result<(File, Metadata), 
     boundedfile::open(path, 0).map_err(|e| file_error(&path.display().to_string(), hint, e))
 }
 
+/// Opens the file source at `path` again and reads it whole into `buf`, at most `cap` bytes:
+/// what a re-opened source does at every refresh. Returns the file's name for the parser's
+/// errors.
+pub(crate) fn reread_capped(
+    path: &Path,
+    cap: u64,
+    buf: &mut Vec<u8>,
+) -> Result<String, SourceError> {
+    let what = path.display().to_string();
+    let (file, _) = open_regular(path, "")?;
+    boundedfile::read_capped(file, cap, buf).map_err(|e| file_error(&what, "", e))?;
+    Ok(what)
+}
+
 /// Refuses `path` when it exists and is not a regular file, without opening it (a `stat`
 /// never blocks, an `open` of a FIFO does). A missing file is not refused here: a fixture may
 /// appear later, and the read will say it is missing.

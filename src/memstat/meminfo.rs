@@ -11,7 +11,7 @@
 //! The file is readable by everyone: it is opened again at every refresh, with the daemon's
 //! final rights, and the privilege drop takes nothing from it.
 
-use super::error::{file_error, open_regular, refuse_if_not_regular};
+use super::error::{refuse_if_not_regular, reread_capped};
 use super::source_def::{Fills, KernelKind, Opening, Os, PathRule, Reading, SourceDef};
 use super::{Figures, SourceData, SourceError};
 use std::path::{Path, PathBuf};
@@ -160,10 +160,7 @@ struct MeminfoFile {
 
 impl Reading for MeminfoFile {
     fn read(&mut self) -> Result<SourceData, SourceError> {
-        let what = self.path.display().to_string();
-        let (file, _) = open_regular(&self.path, "")?;
-        crate::boundedfile::read_capped(file, MAX_MEMINFO_BYTES, &mut self.buf)
-            .map_err(|e| file_error(&what, "", e))?;
+        let what = reread_capped(&self.path, MAX_MEMINFO_BYTES, &mut self.buf)?;
         Ok(SourceData {
             types: Vec::new(),
             figures: parse(&self.buf, &what)?,

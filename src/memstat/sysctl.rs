@@ -310,14 +310,26 @@ mod sys {
     use std::ffi::CString;
     use std::ptr;
 
+    /// The errno of the call that just failed.
+    fn last_errno() -> i32 {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    }
+
+    /// A sysctl's `oldp` and `oldlen` for `old`: null and 0 for a size query.
+    fn old_buffer(old: Option<&mut [u8]>) -> (*mut libc::c_void, usize) {
+        match old {
+            Some(b) => (b.as_mut_ptr().cast::<libc::c_void>(), b.len()),
+            None => (ptr::null_mut(), 0),
+        }
+    }
+
     /// `sysctlbyname(name, old, &len, NULL, 0)`: with `None` a size query, otherwise a read
     /// into `old`. Returns the length the kernel reports, or the errno.
     pub(super) fn sysctl(name: &str, old: Option<&mut [u8]>) -> Result<usize, i32> {
         let name = CString::new(name).map_err(|_| libc::EINVAL)?;
-        let (oldp, mut len) = match old {
-            Some(b) => (b.as_mut_ptr().cast::<libc::c_void>(), b.len()),
-            None => (ptr::null_mut(), 0),
-        };
+        let (oldp, mut len) = old_buffer(old);
         // SAFETY: `name` is a NUL-terminated C string that outlives the call. `oldp` is
         // either null (a size query, which writes only `len`) or points to `len` bytes we
         // borrow mutably for the duration of the call, and the kernel writes at most `len`
@@ -326,9 +338,7 @@ mod sys {
         if rc == 0 {
             Ok(len)
         } else {
-            Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO))
+            Err(last_errno())
         }
     }
 
@@ -342,19 +352,14 @@ mod sys {
         // entries, and the kernel writes at most that many and sets `len` to the count.
         let rc = unsafe { libc::sysctlnametomib(cname.as_ptr(), mib.as_mut_ptr(), &mut len) };
         if rc != 0 {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO));
+            return Err(last_errno());
         }
         Ok(mib[..len.min(mib.len())].to_vec())
     }
 
     /// `sysctl(mib, old, &len, NULL, 0)`, as [`sysctl`] does by name.
     pub(super) fn sysctl_mib(mib: &[libc::c_int], old: Option<&mut [u8]>) -> Result<usize, i32> {
-        let (oldp, mut len) = match old {
-            Some(b) => (b.as_mut_ptr().cast::<libc::c_void>(), b.len()),
-            None => (ptr::null_mut(), 0),
-        };
+        let (oldp, mut len) = old_buffer(old);
         // SAFETY: `mib` points to `mib.len()` ints that outlive the call. `oldp` is null (a
         // size query, which writes only `len`) or points to `len` bytes borrowed mutably for
         // the call, of which the kernel writes at most `len`. A null `newp` sets nothing.
@@ -371,9 +376,7 @@ mod sys {
         if rc == 0 {
             Ok(len)
         } else {
-            Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO))
+            Err(last_errno())
         }
     }
 

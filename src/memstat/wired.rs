@@ -26,13 +26,13 @@ use super::source_def::KernelKind;
 use super::Figures;
 
 /// The sysctls read, each with the figure its raw value is kept under (the page counts and
-/// the page size are not served as they are; the others are bytes already).
+/// the page size are not served as they are; the others are bytes already). The ARC's size
+/// is read with its other statistics, as `arcstats.size`.
 pub(crate) const SYSCTLS: &[(&str, &str)] = &[
     ("hw.pagesize", PAGE_SIZE),
     ("vm.stats.vm.v_wire_count", WIRED_PAGES),
     ("vm.stats.vm.v_user_wire_count", USER_WIRED_PAGES),
     ("vm.uma_kmem_total", UMA),
-    ("kstat.zfs.misc.arcstats.size", ARC),
     ("vfs.bufspace", BUFSPACE),
 ];
 
@@ -148,7 +148,8 @@ pub(crate) fn figures(raw: &Figures, malloc_in_use: Option<u64>) -> Figures {
     put(USER_WIRED, pages(USER_WIRED_PAGES));
     put(UMA, raw.get(UMA).copied());
     put(MALLOC, malloc_in_use);
-    put(ARC, raw.get(ARC).copied());
+    // Read once, with the ARC's other statistics (`arcstats::served_statistics`).
+    put(ARC, raw.get(super::arcstats::SIZE).copied());
     put(BUFSPACE, raw.get(BUFSPACE).copied());
     if let (Some(w), Some(u)) = (wired, raw.get(UMA)) {
         let b = raw.get(BUFSPACE).copied().unwrap_or(0);
