@@ -989,11 +989,15 @@ fn write_arc_fixture(path: &Path, values: &BTreeMap<u32, u64>) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
+/// A drawn graph item: its type, the arc of the object it reads, and whether it is drawn
+/// through the percent CDEF.
+type ArcItem = (&'static str, u32, bool);
+
 /// Each graph template the export must hold, and what it draws bottom first, from the
-/// objects' roles: (item type, arc, drawn through the percent CDEF).
-fn expected_arc_graphs() -> Vec<(&'static str, Vec<(&'static str, u32, bool)>)> {
+/// objects' roles.
+fn expected_arc_graphs() -> Vec<(&'static str, Vec<ArcItem>)> {
     let objects = arc_objects();
-    let stack = |roles: &[Role], cdef: bool| -> Vec<(&'static str, u32, bool)> {
+    let stack = |roles: &[Role], cdef: bool| -> Vec<ArcItem> {
         objects
             .iter()
             .filter(|o| roles.contains(&o.role))
@@ -1139,7 +1143,7 @@ fn cacti_graphs_the_zfs_arc_with_cmd_php_and_spine() {
             .unwrap_or_else(|| panic!("add_graphs: {out}"))
             .to_string();
         // The drawn items, bottom first: type, the object read, and the CDEF's name.
-        let items: Vec<(&'static str, u32, bool)> = cacti
+        let items: Vec<ArcItem> = cacti
             .db
             .sql(&format!(
                 "SELECT i.graph_type_id, p.arg1, COALESCE(c.name, '-') FROM graph_templates_item i
