@@ -267,6 +267,50 @@ impl Cacti {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// `cli/add_device.php`: a device on the private snmpd (SNMP v2c, availability by SNMP);
+    /// returns its id.
+    fn add_device(&self, description: &str, port: u16) -> String {
+        let out = self.php(
+            "cli/add_device.php",
+            &[
+                &format!("--description={description}"),
+                "--ip=127.0.0.1",
+                "--template=0",
+                "--version=2",
+                "--community=public",
+                &format!("--port={port}"),
+                "--avail=snmp",
+            ],
+        );
+        out.split("new device-id: (")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .unwrap_or_else(|| panic!("add_device: {out}"))
+            .to_string()
+    }
+
+    /// The graph of a graph template (not a data query) for a device, as "Create Graphs for
+    /// this Device" makes it: its data sources come with it. Returns the graph's id.
+    fn add_template_graph(&self, template: &str, host_id: &str) -> String {
+        let id = self.db.sql(&format!(
+            "SELECT id FROM graph_templates WHERE name = '{template}'"
+        ));
+        assert_eq!(id.len(), 1, "graph template {template}");
+        let out = self.php(
+            "cli/add_graphs.php",
+            &[
+                "--graph-type=cg",
+                &format!("--graph-template-id={}", id[0][0]),
+                &format!("--host-id={host_id}"),
+            ],
+        );
+        out.split("Graph Added - Graph[")
+            .nth(1)
+            .and_then(|s| s.split(']').next())
+            .unwrap_or_else(|| panic!("add_graphs: {out}"))
+            .to_string()
+    }
+
     /// The processes running a script of this copy of Cacti (the poller starts some in the
     /// background).
     fn our_processes(&self) -> Vec<u32> {
@@ -507,24 +551,7 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
     let query_id = &query_id[0][0];
 
     // The device, SNMP v2c on the private snmpd, and the data query, re-indexed on Uptime.
-    let out = cacti.php(
-        "cli/add_device.php",
-        &[
-            "--description=memhost",
-            "--ip=127.0.0.1",
-            "--template=0",
-            "--version=2",
-            "--community=public",
-            &format!("--port={port}"),
-            "--avail=snmp",
-        ],
-    );
-    let host_id = out
-        .split("new device-id: (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .unwrap_or_else(|| panic!("add_device: {out}"))
-        .to_string();
+    let host_id = cacti.add_device("memhost", port);
     cacti.php(
         "cli/add_data_query.php",
         &[
@@ -830,47 +857,12 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
         "{out}"
     );
 
-    let out = cacti.php(
-        "cli/add_device.php",
-        &[
-            "--description=kernhost",
-            "--ip=127.0.0.1",
-            "--template=0",
-            "--version=2",
-            "--community=public",
-            &format!("--port={port}"),
-            "--avail=snmp",
-        ],
-    );
-    let host_id = out
-        .split("new device-id: (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .unwrap_or_else(|| panic!("add_device: {out}"))
-        .to_string();
+    let host_id = cacti.add_device("kernhost", port);
 
-    // One graph per template, as "Create Graphs for this Device" makes it for a graph
-    // template (not a data query): its data sources come with it.
+    // One graph per template, with its data sources.
     let mut graphs = Vec::new();
     for (name, stack, line) in &expected {
-        let template = cacti.db.sql(&format!(
-            "SELECT id FROM graph_templates WHERE name = '{name}'"
-        ));
-        assert_eq!(template.len(), 1, "graph template {name}");
-        let out = cacti.php(
-            "cli/add_graphs.php",
-            &[
-                "--graph-type=cg",
-                &format!("--graph-template-id={}", template[0][0]),
-                &format!("--host-id={host_id}"),
-            ],
-        );
-        let graph_id = out
-            .split("Graph Added - Graph[")
-            .nth(1)
-            .and_then(|s| s.split(']').next())
-            .unwrap_or_else(|| panic!("add_graphs: {out}"))
-            .to_string();
+        let graph_id = cacti.add_template_graph(name, &host_id);
 
         // The graph's drawn items, bottom first: (item type, memKernelBytes.N), the types
         // as include/global_arrays.php numbers them (GPRINT, 9, is left out).
@@ -1103,45 +1095,11 @@ fn cacti_graphs_the_zfs_arc_with_cmd_php_and_spine() {
     // The graph templates, one data template per object drawn, and the CDEF.
     assert_eq!(imported, expected.len() + drawn.len() + 1, "import: {out}");
 
-    let out = cacti.php(
-        "cli/add_device.php",
-        &[
-            "--description=archost",
-            "--ip=127.0.0.1",
-            "--template=0",
-            "--version=2",
-            "--community=public",
-            &format!("--port={port}"),
-            "--avail=snmp",
-        ],
-    );
-    let host_id = out
-        .split("new device-id: (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .unwrap_or_else(|| panic!("add_device: {out}"))
-        .to_string();
+    let host_id = cacti.add_device("archost", port);
 
     let mut graphs = Vec::new();
     for (name, want) in &expected {
-        let template = cacti.db.sql(&format!(
-            "SELECT id FROM graph_templates WHERE name = '{name}'"
-        ));
-        assert_eq!(template.len(), 1, "graph template {name}");
-        let out = cacti.php(
-            "cli/add_graphs.php",
-            &[
-                "--graph-type=cg",
-                &format!("--graph-template-id={}", template[0][0]),
-                &format!("--host-id={host_id}"),
-            ],
-        );
-        let graph_id = out
-            .split("Graph Added - Graph[")
-            .nth(1)
-            .and_then(|s| s.split(']').next())
-            .unwrap_or_else(|| panic!("add_graphs: {out}"))
-            .to_string();
+        let graph_id = cacti.add_template_graph(name, &host_id);
         // The drawn items, bottom first: type, the object read, and the CDEF's name.
         let items: Vec<ArcItem> = cacti
             .db
