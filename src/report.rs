@@ -5,7 +5,8 @@
 //! `vmstat -z`, malloc types like `vmstat -m`, slab caches like `slabtop`, with every figure
 //! the snapshot has and kernel order. An absent figure is printed as `-`, never as 0.
 
-use crate::memstat::source::{KernelKind, SOURCES};
+use crate::memstat::display::opt;
+use crate::memstat::source::{FigureGroup, FigureObject, KernelKind, Role, SOURCES};
 use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot};
 use crate::vmstat::{self, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
 use std::fmt::Write as _;
@@ -98,10 +99,125 @@ pub fn overview(s: &Snapshot) -> String {
     out
 }
 
-/// The table: the kernel's memory by kind, then one section per allocator present, in the
-/// order malloc, UMA, slab.
+/// The sources' groups of figures (the ZFS ARC's), each laid out by its objects' roles: the
+/// total, its limits, its parts with their sum, the other split of it and the other levels,
+/// each with its share of the total; then the counters and the hit ratio. A group whose
+/// [`Role::Count`] figure is absent or 0 (no ZFS) prints nothing.
+pub fn figure_groups(s: &Snapshot) -> String {
+    let mut out = String::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for g in SOURCES.iter().flat_map(|d| d.groups.iter()) {
+        if seen.contains(&g.name) {
+            continue;
+        }
+        seen.push(g.name);
+        let count = g.objects.iter().find(|o| o.role == Role::Count);
+        if count.map_or(0, |o| s.figures.get(o.figure).copied().unwrap_or(0)) == 0 {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        figure_group(&mut out, s, g);
+    }
+    out
+}
+
+fn figure_group(out: &mut String, s: &Snapshot, g: &FigureGroup) {
+    let value = |o: &FigureObject| s.figures.get(o.figure).copied();
+    let total = g
+        .objects
+        .iter()
+        .find(|o| o.role == Role::Total)
+        .and_then(value);
+    let share = |v: Option<u64>| match (v, total) {
+        (Some(v), Some(t)) if t > 0 => format!("{:.1}%", v as f64 * 100.0 / t as f64),
+        _ => "-".to_string(),
+    };
+    // The statistic as the kernel names it (the figure's key after its source's prefix).
+    let statistic = |o: &FigureObject| o.figure.split_once('.').map_or(o.figure, |(_, n)| n);
+    let row = |out: &mut String, indent: &str, label: &str, object: &str, v: Option<u64>| {
+        let label = format!("{indent}{label}");
+        let _ = writeln!(
+            out,
+            "{label:<28} {object:<30} {:>20} {:>8}",
+            opt(v),
+            share(v)
+        );
+    };
+    let of = |role: Role| g.objects.iter().filter(move |o| o.role == role);
+    let _ = writeln!(
+        out,
+        "{:<28} {:<30} {:>20} {:>8}",
+        g.title.to_uppercase(),
+        "OBJECT",
+        "BYTES",
+        "OF SIZE"
+    );
+    for role in [Role::Total, Role::Limit] {
+        for o in of(role) {
+            row(out, "", statistic(o), o.name, value(o));
+        }
+    }
+    let sections = [
+        (Role::Part, "parts, stacked"),
+        (Role::OtherSplit, "another split of them"),
+        (Role::Level, "other levels"),
+    ];
+    for (role, heading) in sections {
+        if of(role).next().is_none() {
+            continue;
+        }
+        let _ = writeln!(out, "{heading}:");
+        for o in of(role) {
+            row(out, "  ", statistic(o), o.name, value(o));
+        }
+        if role == Role::Part {
+            let sum = of(role).filter_map(value).fold(0u64, u64::saturating_add);
+            row(out, "  ", "(sum of the parts)", "", Some(sum));
+        }
+    }
+    let _ = writeln!(out, "{:<28} {:<30} {:>20}", "COUNTERS", "OBJECT", "COUNT");
+    for role in [Role::Hits, Role::Misses, Role::Counter] {
+        for o in of(role) {
+            let _ = writeln!(
+                out,
+                "{:<28} {:<30} {:>20}",
+                statistic(o),
+                o.name,
+                opt(value(o))
+            );
+        }
+    }
+    let sum_of = |role: Role| -> Option<u64> {
+        of(role)
+            .map(value)
+            .try_fold(0u64, |a, v| v.map(|v| a.saturating_add(v)))
+    };
+    let ratio = match (sum_of(Role::Hits), sum_of(Role::Misses)) {
+        (Some(h), Some(m)) if h.saturating_add(m) > 0 => {
+            format!("{:.2}%", h as f64 * 100.0 / (h as f64 + m as f64))
+        }
+        _ => "-".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "{:<28} {:<30} {ratio:>20}",
+        "hit ratio", "hits/(hits+misses)"
+    );
+}
+
+/// The table: the kernel's memory by kind, the sources' groups of figures (the ZFS ARC),
+/// then one section per allocator present, in the order malloc, UMA, slab.
 pub fn table(s: &Snapshot) -> String {
     let mut out = overview(s);
+    let groups = figure_groups(s);
+    if !groups.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&groups);
+    }
     for alloc in Allocator::ALL {
         let rows: Vec<&MemoryType> = s.iter().filter(|t| t.allocator == alloc).collect();
         if rows.is_empty() {
@@ -211,5 +327,83 @@ mod tests {
             overview(&Snapshot::new(0, UNIX_EPOCH, "t".into(), vec![])),
             ""
         );
+    }
+
+    /// The figure groups' objects, with their roles (the ARC's, from its definition).
+    fn grouped() -> Vec<&'static FigureObject> {
+        SOURCES
+            .iter()
+            .flat_map(|d| d.groups.iter())
+            .flat_map(|g| g.objects.iter())
+            .collect()
+    }
+
+    #[test]
+    fn a_figure_group_is_laid_out_by_its_roles_and_absent_without_statistics() {
+        let mut s = Snapshot::new(0, UNIX_EPOCH, "t".into(), vec![]);
+        let objects = grouped();
+        let mut v = 1000u64;
+        for o in &objects {
+            v += 1000;
+            s.figures.insert(o.figure.into(), v);
+        }
+        let total = objects.iter().find(|o| o.role == Role::Total).unwrap();
+        s.figures.insert(total.figure.into(), 100_000);
+        let count = objects.iter().find(|o| o.role == Role::Count).unwrap();
+        s.figures.insert(count.figure.into(), 0);
+        assert_eq!(figure_groups(&s), "", "statistics 0: nothing printed");
+        s.figures.insert(count.figure.into(), 30);
+        let out = table(&s);
+        let lines: Vec<&str> = out.lines().collect();
+        // After the overview (whose zfsArc row is the size), before the allocators.
+        assert!(lines[0].starts_with("KERNEL MEMORY"), "{out}");
+        let heading = lines.iter().position(|l| l.starts_with("ZFS ARC "));
+        assert!(heading.is_some_and(|h| h > 1), "{out}");
+        assert_eq!(lines.last(), Some(&"(no memory types)"), "{out}");
+        let row = |name: &str| -> Vec<&str> {
+            lines
+                .iter()
+                .find(|l| l.split_whitespace().nth(1) == Some(name))
+                .unwrap_or_else(|| panic!("no row of {name}:\n{out}"))
+                .split_whitespace()
+                .collect()
+        };
+        assert_eq!(row(total.name), ["size", total.name, "100000", "100.0%"]);
+        // Every object but the count has its row, with its own figure; bytes have a share.
+        for o in objects.iter().filter(|o| o.role != Role::Count) {
+            let r = row(o.name);
+            assert_eq!(r[2], s.figures[o.figure].to_string(), "{r:?}");
+            let bytes = !matches!(o.role, Role::Hits | Role::Misses | Role::Counter);
+            assert_eq!(r.len(), if bytes { 4 } else { 3 }, "{r:?}");
+        }
+        // The parts come under their heading, with their sum.
+        let parts: Vec<u64> = objects
+            .iter()
+            .filter(|o| o.role == Role::Part)
+            .map(|o| s.figures[o.figure])
+            .collect();
+        let at = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap();
+        let heading = at("parts, stacked:");
+        for (i, o) in objects.iter().filter(|o| o.role == Role::Part).enumerate() {
+            assert_eq!(at(o.name), heading + 1 + i, "{out}");
+        }
+        let sum: u64 = parts.iter().sum();
+        assert!(
+            lines[heading + 1 + parts.len()].contains(&format!(" {sum} ")),
+            "{out}"
+        );
+        // hits / (hits + misses).
+        let [h, m] = [Role::Hits, Role::Misses].map(|r| {
+            let o = objects.iter().find(|o| o.role == r).unwrap();
+            s.figures[o.figure] as f64
+        });
+        let ratio = format!("{:.2}%", h * 100.0 / (h + m));
+        assert!(lines[at("hit ratio")].ends_with(&ratio), "{out}");
+        // An absent statistic is a dash, never 0.
+        let mru = objects.iter().find(|o| o.role == Role::OtherSplit).unwrap();
+        s.figures.remove(mru.figure);
+        let out = table(&s);
+        let line = out.lines().find(|l| l.contains(mru.name)).unwrap();
+        assert_eq!(line.split_whitespace().nth(2), Some("-"), "{out}");
     }
 }

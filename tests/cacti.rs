@@ -22,7 +22,7 @@
 mod common;
 
 use common::*;
-use memstat_agentx::memstat::source::{KernelKind, SOURCES};
+use memstat_agentx::memstat::source::{FigureObject, KernelKind, Role, SOURCES};
 use memstat_agentx::memstat::{fixture, Allocator, MemoryType, Snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -267,6 +267,50 @@ impl Cacti {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// `cli/add_device.php`: a device on the private snmpd (SNMP v2c, availability by SNMP);
+    /// returns its id.
+    fn add_device(&self, description: &str, port: u16) -> String {
+        let out = self.php(
+            "cli/add_device.php",
+            &[
+                &format!("--description={description}"),
+                "--ip=127.0.0.1",
+                "--template=0",
+                "--version=2",
+                "--community=public",
+                &format!("--port={port}"),
+                "--avail=snmp",
+            ],
+        );
+        out.split("new device-id: (")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .unwrap_or_else(|| panic!("add_device: {out}"))
+            .to_string()
+    }
+
+    /// The graph of a graph template (not a data query) for a device, as "Create Graphs for
+    /// this Device" makes it: its data sources come with it. Returns the graph's id.
+    fn add_template_graph(&self, template: &str, host_id: &str) -> String {
+        let id = self.db.sql(&format!(
+            "SELECT id FROM graph_templates WHERE name = '{template}'"
+        ));
+        assert_eq!(id.len(), 1, "graph template {template}");
+        let out = self.php(
+            "cli/add_graphs.php",
+            &[
+                "--graph-type=cg",
+                &format!("--graph-template-id={}", id[0][0]),
+                &format!("--host-id={host_id}"),
+            ],
+        );
+        out.split("Graph Added - Graph[")
+            .nth(1)
+            .and_then(|s| s.split(']').next())
+            .unwrap_or_else(|| panic!("add_graphs: {out}"))
+            .to_string()
+    }
+
     /// The processes running a script of this copy of Cacti (the poller starts some in the
     /// background).
     fn our_processes(&self) -> Vec<u32> {
@@ -507,24 +551,7 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
     let query_id = &query_id[0][0];
 
     // The device, SNMP v2c on the private snmpd, and the data query, re-indexed on Uptime.
-    let out = cacti.php(
-        "cli/add_device.php",
-        &[
-            "--description=memhost",
-            "--ip=127.0.0.1",
-            "--template=0",
-            "--version=2",
-            "--community=public",
-            &format!("--port={port}"),
-            "--avail=snmp",
-        ],
-    );
-    let host_id = out
-        .split("new device-id: (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .unwrap_or_else(|| panic!("add_device: {out}"))
-        .to_string();
+    let host_id = cacti.add_device("memhost", port);
     cacti.php(
         "cli/add_data_query.php",
         &[
@@ -830,47 +857,12 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
         "{out}"
     );
 
-    let out = cacti.php(
-        "cli/add_device.php",
-        &[
-            "--description=kernhost",
-            "--ip=127.0.0.1",
-            "--template=0",
-            "--version=2",
-            "--community=public",
-            &format!("--port={port}"),
-            "--avail=snmp",
-        ],
-    );
-    let host_id = out
-        .split("new device-id: (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .unwrap_or_else(|| panic!("add_device: {out}"))
-        .to_string();
+    let host_id = cacti.add_device("kernhost", port);
 
-    // One graph per template, as "Create Graphs for this Device" makes it for a graph
-    // template (not a data query): its data sources come with it.
+    // One graph per template, with its data sources.
     let mut graphs = Vec::new();
     for (name, stack, line) in &expected {
-        let template = cacti.db.sql(&format!(
-            "SELECT id FROM graph_templates WHERE name = '{name}'"
-        ));
-        assert_eq!(template.len(), 1, "graph template {name}");
-        let out = cacti.php(
-            "cli/add_graphs.php",
-            &[
-                "--graph-type=cg",
-                &format!("--graph-template-id={}", template[0][0]),
-                &format!("--host-id={host_id}"),
-            ],
-        );
-        let graph_id = out
-            .split("Graph Added - Graph[")
-            .nth(1)
-            .and_then(|s| s.split(']').next())
-            .unwrap_or_else(|| panic!("add_graphs: {out}"))
-            .to_string();
+        let graph_id = cacti.add_template_graph(name, &host_id);
 
         // The graph's drawn items, bottom first: (item type, memKernelBytes.N), the types
         // as include/global_arrays.php numbers them (GPRINT, 9, is left out).
@@ -940,6 +932,264 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
             stacked - 1,
             "{name}: {source}"
         );
+        let png = cacti_graph(&cacti, dir.path(), graph_id, false);
+        assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG: {png:?}");
+    }
+    drop(cacti);
+    snmpd.stop();
+}
+
+// ------------------------------------------------------------------------------------------
+// The ZFS ARC: memstatArc's scalars, graphed by their roles
+// ------------------------------------------------------------------------------------------
+
+const ARC_XML: &str = "contrib/cacti/cacti_graph_template_memstat_zfs_arc.xml";
+const ARC: &str = ".1.3.6.1.4.1.32473.1.1.7";
+
+/// memstatArc's objects, from their definition.
+fn arc_objects() -> Vec<&'static FigureObject> {
+    SOURCES
+        .iter()
+        .flat_map(|d| d.groups.iter())
+        .flat_map(|g| g.objects.iter())
+        .collect()
+}
+
+/// Every object's figure, past 2^32 and different at each step; the counters grow, hits
+/// faster than misses.
+fn arc_fixture(step: u64) -> BTreeMap<u32, u64> {
+    arc_objects()
+        .iter()
+        .map(|o| {
+            let v = match o.role {
+                Role::Hits => (9u64 << 32) + step * 300_000,
+                Role::Misses => (1u64 << 32) + step * 100_000,
+                _ => (5u64 << 32) + u64::from(o.sub) * 1_000_003 + step,
+            };
+            (o.sub, v)
+        })
+        .collect()
+}
+
+fn write_arc_fixture(path: &Path, values: &BTreeMap<u32, u64>) {
+    let mut snap = Snapshot::new(0, std::time::SystemTime::now(), String::new(), Vec::new());
+    for o in arc_objects() {
+        snap.figures.insert(o.figure.into(), values[&o.sub]);
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, fixture::to_json(&snap)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// A drawn graph item: its type, the arc of the object it reads, and whether it is drawn
+/// through the percent CDEF.
+type ArcItem = (&'static str, u32, bool);
+
+/// Each graph template the export must hold, and what it draws bottom first, from the
+/// objects' roles.
+fn expected_arc_graphs() -> Vec<(&'static str, Vec<ArcItem>)> {
+    let objects = arc_objects();
+    let stack = |roles: &[Role], cdef: bool| -> Vec<ArcItem> {
+        objects
+            .iter()
+            .filter(|o| roles.contains(&o.role))
+            .enumerate()
+            .map(|(n, o)| (if n == 0 { "AREA" } else { "AREA:STACK" }, o.sub, cdef))
+            .collect()
+    };
+    let mut size = stack(&[Role::Part], false);
+    size.extend(
+        objects
+            .iter()
+            .filter(|o| matches!(o.role, Role::Total | Role::Limit))
+            .map(|o| ("LINE1", o.sub, false)),
+    );
+    vec![
+        ("MEMSTAT - ZFS ARC size, target and parts", size),
+        (
+            "MEMSTAT - ZFS ARC buffers by list",
+            stack(&[Role::OtherSplit], false),
+        ),
+        (
+            "MEMSTAT - ZFS ARC hit ratio",
+            stack(&[Role::Hits, Role::Misses], true),
+        ),
+    ]
+}
+
+/// Each poller item: the arc of the memstatArc object its OID reads, and its RRD.
+fn arc_poller_items(cacti: &Cacti) -> BTreeMap<u32, PathBuf> {
+    let rra = cacti.root.join("site/rra").display().to_string();
+    cacti
+        .db
+        .sql("SELECT arg1, rrd_path FROM poller_item")
+        .into_iter()
+        .map(|r| {
+            let arc = r[0]
+                .strip_prefix(&format!("{ARC}."))
+                .and_then(|s| s.strip_suffix(".0"))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("poller item reads {}, not memstatArc", r[0]));
+            (arc, PathBuf::from(r[1].replace("<path_rra>", &rra)))
+        })
+        .collect()
+}
+
+fn assert_arc_rrds(cacti: &Cacti, values: &BTreeMap<u32, u64>, when: &str) {
+    for (arc, rrd) in arc_poller_items(cacti) {
+        let got = lastupdate(&rrd);
+        assert_eq!(got.len(), 1, "{}: {got:?}", rrd.display());
+        assert_eq!(
+            got.values().next().unwrap(),
+            &values[&arc].to_string(),
+            "{when}: {} ({ARC}.{arc}.0): {got:?}\n{}",
+            rrd.display(),
+            cacti.log_text()
+        );
+    }
+}
+
+#[test]
+fn cacti_graphs_the_zfs_arc_with_cmd_php_and_spine() {
+    let _one = one_cacti();
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    let mut values = arc_fixture(0);
+    write_arc_fixture(&fix, &values);
+    let mut snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let port = snmpd.port;
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let _daemon = Daemon::start(
+        &snmpd,
+        &["--source", &src, "--state-dir", &state, "--max-age", "0.2"],
+    );
+
+    // The export is what its generator writes.
+    let gen = Command::new(Path::new(MANIFEST).join("scripts/cacti-arc-templates"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{ARC_XML} is not what scripts/cacti-arc-templates writes: {}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+
+    let cacti = Cacti::install(dir.path());
+    let export = Path::new(MANIFEST).join(ARC_XML);
+    let out = cacti.php(
+        "cli/import_template.php",
+        &[&format!("--filename={}", export.display())],
+    );
+    let expected = expected_arc_graphs();
+    let drawn: std::collections::BTreeSet<u32> = expected
+        .iter()
+        .flat_map(|(_, items)| items.iter().map(|i| i.1))
+        .collect();
+    assert!(
+        !out.contains("[fail]") && !out.to_lowercase().contains("unmet"),
+        "{out}"
+    );
+    let imported = out.lines().filter(|l| l.starts_with("[success]")).count();
+    // The graph templates, one data template per object drawn, and the CDEF.
+    assert_eq!(imported, expected.len() + drawn.len() + 1, "import: {out}");
+
+    let host_id = cacti.add_device("archost", port);
+
+    let mut graphs = Vec::new();
+    for (name, want) in &expected {
+        let graph_id = cacti.add_template_graph(name, &host_id);
+        // The drawn items, bottom first: type, the object read, and the CDEF's name.
+        let items: Vec<ArcItem> = cacti
+            .db
+            .sql(&format!(
+                "SELECT i.graph_type_id, p.arg1, COALESCE(c.name, '-') FROM graph_templates_item i
+                 JOIN data_template_rrd r ON r.id = i.task_item_id
+                 JOIN poller_item p ON p.local_data_id = r.local_data_id
+                 LEFT JOIN cdef c ON c.id = i.cdef_id
+                 WHERE i.local_graph_id = {graph_id} AND i.graph_type_id != 9
+                 ORDER BY i.sequence"
+            ))
+            .into_iter()
+            .map(|r| {
+                let arc = r[1]
+                    .strip_prefix(&format!("{ARC}."))
+                    .and_then(|s| s.strip_suffix(".0"))
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let t = match r[0].as_str() {
+                    "4" => "LINE1",
+                    "7" => "AREA",
+                    "8" => "AREA:STACK",
+                    other => panic!("graph item type {other}"),
+                };
+                let cdef = match r[2].as_str() {
+                    "-" => false,
+                    "MEMSTAT - Percent of all data sources" => true,
+                    other => panic!("CDEF {other}"),
+                };
+                (t, arc, cdef)
+            })
+            .collect();
+        assert_eq!(&items, want, "{name}: what the graph draws");
+        graphs.push((*name, graph_id, want.clone()));
+    }
+    let polled: std::collections::BTreeSet<u32> =
+        arc_poller_items(&cacti).keys().copied().collect();
+    assert_eq!(polled, drawn, "one data source per object drawn");
+
+    cacti.poll("cmd.php");
+    assert_arc_rrds(&cacti, &values, "after cmd.php");
+    values = arc_fixture(1);
+    write_arc_fixture(&fix, &values);
+    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    cacti.poll("spine");
+    assert_arc_rrds(&cacti, &values, "after spine");
+
+    // Cacti's graph code: one AREA per graph, STACKs on it, lines for the size and its
+    // limits, and the hit ratio as each counter's share of the two, in percent.
+    for (name, graph_id, items) in &graphs {
+        let source = String::from_utf8(cacti_graph(&cacti, dir.path(), graph_id, true)).unwrap();
+        let source = source.replace("\\\n", " ");
+        let count = |t: &str| items.iter().filter(|i| i.0 == t).count();
+        // A STACK is an AREA with :STACK at its end.
+        assert_eq!(
+            source.matches(" AREA:").count(),
+            count("AREA") + count("AREA:STACK"),
+            "{name}: {source}"
+        );
+        assert_eq!(
+            source.matches(":STACK").count(),
+            count("AREA:STACK"),
+            "{name}: {source}"
+        );
+        assert_eq!(
+            source.matches(" LINE1:").count(),
+            count("LINE1"),
+            "{name}: {source}"
+        );
+        let cdefs: Vec<&str> = source
+            .split_whitespace()
+            .filter(|w| w.starts_with("CDEF:"))
+            .collect();
+        if items.iter().any(|i| i.2) {
+            // CDEF:cdefa='a,TIME,...,a,...,b,...,+,/,100,*' for hits (a), and the same
+            // with b for misses: each one's share of their sum, in percent.
+            assert_eq!(cdefs.len(), 2, "{name}: {source}");
+            for (c, current) in cdefs.iter().zip(["a", "b"]) {
+                let rpn = c
+                    .split_once('=')
+                    .map(|(_, r)| r.replace("&apos;", "").replace('\'', ""))
+                    .unwrap();
+                assert!(rpn.starts_with(&format!("{current},")), "{name}: {c}");
+                assert!(rpn.ends_with(",+,/,100,*"), "{name}: {c}");
+                assert!(rpn.contains(",a,") && rpn.contains(",b,"), "{name}: {c}");
+            }
+        } else {
+            assert!(cdefs.is_empty(), "{name}: {source}");
+        }
         let png = cacti_graph(&cacti, dir.path(), graph_id, false);
         assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG: {png:?}");
     }

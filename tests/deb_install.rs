@@ -257,6 +257,8 @@ fn package_installs_serves_and_purges_cleanly() {
         "cacti/cacti_graph_template_memstat_kernel_memory_by_kind.xml",
         "librenms/memstat-sensors.yaml",
         "librenms/memstat-kernel-sensors.yaml",
+        "cacti/cacti_graph_template_memstat_zfs_arc.xml",
+        "librenms/memstat-arc-sensors.yaml",
         "prometheus/generator.yml",
         "copyright",
         "changelog.Debian.gz",

@@ -96,7 +96,8 @@ fn librenms_fragment_validates_against_librenms_schema() {
     let dir = std::env::var_os("LIBRENMS_SCHEMA_DIR").unwrap_or_else(|| {
         panic!(
             "LIBRENMS_SCHEMA_DIR is not set: set it to a LibreNMS checkout's \
-             resources/definitions/schema to validate {FRAGMENT} and {KERNEL_FRAGMENT} with \
+             resources/definitions/schema to validate {FRAGMENT}, {KERNEL_FRAGMENT} and \
+             {ARC_FRAGMENT} with \
              jsonschema"
         )
     });
@@ -125,7 +126,7 @@ for e in errors:
     print("/".join(str(p) for p in e.absolute_path), ":", e.message)
 sys.exit(1 if errors else 0)
 "#;
-    for fragment in [FRAGMENT, KERNEL_FRAGMENT] {
+    for fragment in [FRAGMENT, KERNEL_FRAGMENT, ARC_FRAGMENT] {
         let out = Command::new("python3")
             .args(["-c", SCRIPT])
             .arg(&dir)
@@ -740,6 +741,135 @@ fn librenms_kernel_discovery_keeps_the_rows_that_add_up_and_polls_them() {
                 Some(&want.as_str()),
                 "{s:?}: {out}"
             );
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The ZFS ARC: memstatArc's scalars as sensors, grouped by the objects' roles
+// ------------------------------------------------------------------------------------------
+
+const ARC_FRAGMENT: &str = "contrib/librenms/memstat-arc-sensors.yaml";
+const ARC: &str = ".1.3.6.1.4.1.32473.1.1.7";
+
+/// memstatArc's objects, from their definition.
+fn arc_objects() -> Vec<&'static memstat_agentx::memstat::source::FigureObject> {
+    memstat_agentx::memstat::source::SOURCES
+        .iter()
+        .flat_map(|d| d.groups.iter())
+        .flat_map(|g| g.objects.iter())
+        .collect()
+}
+
+#[test]
+fn librenms_arc_fragment_follows_the_rules_and_groups_the_objects_by_role() {
+    use memstat_agentx::memstat::source::Role;
+    let doc = fragment_at(ARC_FRAGMENT);
+    let top: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(top, ["modules"], "only `modules` at the top");
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (class, e) in sensors(&doc) {
+        assert_eq!(class, "count", "sensor class");
+        for k in e.keys() {
+            assert!(SENSOR_KEYS.contains(&k.as_str()), "key {k} is not allowed");
+        }
+        for k in REQUIRED_KEYS {
+            assert!(e.contains_key(*k), "{k} missing in {e:?}");
+        }
+        // A scalar: walked by its own name, its value that object, its num_oid the object's
+        // OID and the instance (0) the walk finds.
+        let oid = text(&e, "oid");
+        assert!(is_mib_oid(oid), "oid {oid} is not MIB::name");
+        assert_eq!(text(&e, "value"), oid);
+        let numeric = translate(&["-On"], oid);
+        assert!(numeric.starts_with(&format!("{ARC}.")), "{oid}: {numeric}");
+        assert_eq!(text(&e, "num_oid"), format!("{numeric}.{{{{ $index }}}}"));
+        assert!(text(&e, "index").contains("{{ $index }}"));
+        assert!(templates(text(&e, "descr")).is_empty());
+        // The RRD type follows the MIB: MemGauge64 levels, Counter64 rates.
+        let gauge = translate(&["-Td"], oid).contains("TEXTUAL CONVENTION MemGauge64");
+        let rrd = e.get("rrd_type").and_then(|v| v.as_str());
+        assert_eq!(rrd, if gauge { None } else { Some("COUNTER") }, "{oid}");
+        let name = oid.strip_prefix("MEMSTAT-MIB::").unwrap().to_string();
+        groups
+            .entry(text(&e, "group").to_string())
+            .or_default()
+            .push(name);
+    }
+    // Three groups: the size with its target, limits and what can be given back; the parts
+    // that add up to it, and only those; the hits and misses.
+    let of = |roles: &[Role], also: &[&str]| -> Vec<String> {
+        arc_objects()
+            .iter()
+            .filter(|o| roles.contains(&o.role) || also.contains(&o.name))
+            .map(|o| o.name.to_string())
+            .collect()
+    };
+    let mut want = vec![
+        of(&[Role::Total, Role::Limit], &["memArcShrinkable"]),
+        of(&[Role::Part], &[]),
+        of(&[Role::Hits, Role::Misses], &[]),
+    ];
+    let mut got: Vec<Vec<String>> = groups.into_values().collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn librenms_arc_discovery_finds_instance_0_and_polls_each_object() {
+    use memstat_agentx::memstat::{fixture, Snapshot};
+    let mut snap = Snapshot::new(0, std::time::SystemTime::now(), String::new(), Vec::new());
+    for o in arc_objects() {
+        snap.figures
+            .insert(o.figure.into(), (3u64 << 34) + u64::from(o.sub) * 65537);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    std::fs::write(&fix, fixture::to_json(&snap)).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let _daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
+    let port = snmpd.port;
+
+    let doc = fragment_at(ARC_FRAGMENT);
+    let mut found = Vec::new();
+    for (_, e) in sensors(&doc) {
+        let oid = text(&e, "oid");
+        let o = arc_objects()
+            .into_iter()
+            .find(|o| format!("MEMSTAT-MIB::{}", o.name) == oid)
+            .unwrap();
+        let want = snap.figures[o.figure].to_string();
+        // Before 26.3 (-OteQUS, names with their MIB) and in 26.x (-OteQUsab -Pu).
+        let old = discover(&e, &discovery_walk_of(port, oid, &["-OteQUS", "-Ih"]), true);
+        let new = discover(
+            &e,
+            &discovery_walk_of(port, oid, &["-OteQUsab", "-Pu", "-Ih"]),
+            false,
+        );
+        assert_eq!(old, new);
+        assert_eq!(old.len(), 1, "{oid}: {old:?}");
+        let (num_oid, _, value) = &old[0];
+        assert_eq!(num_oid, &format!("{ARC}.{}.0", o.sub));
+        assert_eq!(value, &want, "{oid} at discovery");
+        found.push((num_oid.clone(), want));
+    }
+    // Polling: snmpget -OUQntea of the num_oids, 10 per request.
+    for chunk in found.chunks(10) {
+        let oids: Vec<&str> = chunk.iter().map(|(o, _)| o.as_str()).collect();
+        let out = run_ok(
+            Command::new("snmpget")
+                .args(["-v2c", "-c", "public", "-OUQntea"])
+                .args(["-M", mibs(), "-m", "MEMSTAT-MIB"])
+                .arg(format!("127.0.0.1:{port}"))
+                .args(&oids)
+                .env("MIBS", ""),
+        );
+        let got: BTreeMap<&str, &str> = out.lines().filter_map(|l| l.split_once(" = ")).collect();
+        for (oid, want) in chunk {
+            assert_eq!(got.get(oid.as_str()), Some(&want.as_str()), "{out}");
         }
     }
 }

@@ -282,6 +282,9 @@ fn pkg_plist_lists_every_file_the_port_installs() {
         // The pollers' kernel memory overview (contrib/cacti, contrib/librenms).
         "share/doc/memstat-agentx/cacti/cacti_graph_template_memstat_kernel_memory_by_kind.xml",
         "share/doc/memstat-agentx/librenms/memstat-kernel-sensors.yaml",
+        // The pollers' ZFS ARC graphs.
+        "share/doc/memstat-agentx/cacti/cacti_graph_template_memstat_zfs_arc.xml",
+        "share/doc/memstat-agentx/librenms/memstat-arc-sensors.yaml",
     ] {
         assert!(listed.contains(must), "pkg-plist lacks {must}");
     }

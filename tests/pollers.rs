@@ -731,6 +731,94 @@ fn prometheus_labels_the_kernel_rows_so_that_the_overview_selects_the_stackable_
     drop(exporter);
 }
 
+/// The hit ratio, as contrib/prometheus documents it.
+const ARC_HIT_RATIO: &str =
+    "rate(memArcHits[5m]) / (rate(memArcHits[5m]) + rate(memArcMisses[5m]))";
+
+#[test]
+fn prometheus_scrapes_the_arc_as_gauges_and_counters_by_their_roles() {
+    use memstat_agentx::memstat::source::{Role, SOURCES};
+    use memstat_agentx::memstat::{fixture, Snapshot};
+    // Every object of memstatArc, from its definition, with a value of its own (below 2^53,
+    // where the exporter's float64 is exact, and past 2^32).
+    let objects: Vec<_> = SOURCES
+        .iter()
+        .flat_map(|d| d.groups.iter())
+        .flat_map(|g| g.objects.iter())
+        .collect();
+    let mut snap = Snapshot::new(0, std::time::SystemTime::now(), String::new(), Vec::new());
+    for o in &objects {
+        snap.figures
+            .insert(o.figure.into(), (7u64 << 36) + u64::from(o.sub) * 4099);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    std::fs::write(&fix, fixture::to_json(&snap)).unwrap();
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let src = format!("fixture:{}", fix.display());
+    let state = dir.path().join("state").display().to_string();
+    let _daemon = Daemon::start(&snmpd, &["--source", &src, "--state-dir", &state]);
+
+    let (exporter, http) = generate_and_export(dir.path());
+    let body = http_get(
+        http,
+        &format!("/snmp?target=127.0.0.1:{}&module=memstat", snmpd.port),
+    );
+    let (mtypes, samples) = parse_exposition(&body);
+    for o in &objects {
+        let want = match o.role {
+            Role::Hits | Role::Misses | Role::Counter => "counter",
+            _ => "gauge",
+        };
+        assert_eq!(
+            mtypes.get(o.name).map(String::as_str),
+            Some(want),
+            "# TYPE {}\n{body}",
+            o.name
+        );
+        let found: Vec<&Sample> = samples.iter().filter(|s| s.name == o.name).collect();
+        assert_eq!(found.len(), 1, "{}: {found:?}", o.name);
+        assert!(found[0].labels.is_empty(), "{found:?}");
+        assert_eq!(found[0].value, snap.figures[o.figure] as f64, "{}", o.name);
+    }
+    drop(exporter);
+
+    // The documents give the hit ratio's query, the stack of the parts that add up (and only
+    // those), the lines, and what can be given back.
+    let readme =
+        std::fs::read_to_string(Path::new(MANIFEST).join("contrib/prometheus/README.md")).unwrap();
+    let generator =
+        std::fs::read_to_string(Path::new(MANIFEST).join("contrib/prometheus/generator.yml"))
+            .unwrap();
+    for text in [&readme, &generator] {
+        assert!(text.contains(ARC_HIT_RATIO), "no {ARC_HIT_RATIO}");
+        assert!(text.contains("memArcShrinkable"));
+    }
+    let stack_line = readme
+        .lines()
+        .find(|l| l.starts_with("ARC stack:"))
+        .expect("README's `ARC stack:` line");
+    let lines_line = readme
+        .lines()
+        .find(|l| l.starts_with("ARC lines:"))
+        .expect("README's `ARC lines:` line");
+    let named = |line: &str| -> Vec<String> {
+        line.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| w.starts_with("memArc"))
+            .map(str::to_string)
+            .collect()
+    };
+    let of = |roles: &[Role]| -> Vec<String> {
+        objects
+            .iter()
+            .filter(|o| roles.contains(&o.role))
+            .map(|o| o.name.to_string())
+            .collect()
+    };
+    assert_eq!(named(stack_line), of(&[Role::Part]));
+    assert_eq!(named(lines_line), of(&[Role::Total, Role::Limit]));
+}
+
 // ------------------------------------------------------------------------------------------
 // Counters across restarts, and memTypeDiscontinuityTime
 // ------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@
 
 use super::error::{refuse_if_not_regular, reread_capped};
 use super::source_def::{
-    FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, Reading, SourceDef,
+    FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, Reading, Role, SourceDef,
 };
 use super::{Figures, SourceData, SourceError};
 use std::path::{Path, PathBuf};
@@ -53,159 +53,197 @@ pub const SOURCE: SourceDef = SourceDef {
 
 /// memstatArc: the ARC's own statistics, on Linux from this source and on FreeBSD from the
 /// `freebsd` source's kstat.zfs.misc.arcstats sysctls, under the same figures.
+///
+/// The roles say how `dump` and the pollers' graphs show them. The parts ([`Role::Part`])
+/// are the kinds of memory OpenZFS's `arc_space_consume()` (module/zfs/arc.c) adds to
+/// `size`: data, metadata, headers, L2ARC headers, dbufs, dnodes and bonus buffers, which do
+/// not overlap and add up to `size` but for `abd_chunk_waste_size` (not served). Anon, MRU
+/// and MFU are the data and metadata buffers again, split by the list they are on: another
+/// split ([`Role::OtherSplit`]), never stacked with the parts.
 pub const ARC_GROUP: FigureGroup = FigureGroup {
     name: "memstatArc",
+    title: "ZFS ARC",
     node: &[7],
     objects: &[
         FigureObject {
             sub: 1,
             name: "memArcStatistics",
             figure: "arcstats.statistics",
+            role: Role::Count,
         },
         FigureObject {
             sub: 2,
             name: "memArcSize",
             figure: "arcstats.size",
+            role: Role::Total,
         },
         FigureObject {
             sub: 3,
             name: "memArcTarget",
             figure: "arcstats.c",
+            role: Role::Limit,
         },
         FigureObject {
             sub: 4,
             name: "memArcMin",
             figure: "arcstats.c_min",
+            role: Role::Limit,
         },
         FigureObject {
             sub: 5,
             name: "memArcMax",
             figure: "arcstats.c_max",
+            role: Role::Limit,
         },
         FigureObject {
             sub: 6,
             name: "memArcShrinkable",
             figure: "arcstats.shrinkable",
+            role: Role::Level,
         },
         FigureObject {
             sub: 7,
             name: "memArcMruTarget",
             figure: "arcstats.p",
+            role: Role::Level,
         },
         FigureObject {
             sub: 8,
             name: "memArcMruSize",
             figure: "arcstats.mru_size",
+            role: Role::OtherSplit,
         },
         FigureObject {
             sub: 9,
             name: "memArcMfuSize",
             figure: "arcstats.mfu_size",
+            role: Role::OtherSplit,
         },
         FigureObject {
             sub: 10,
             name: "memArcAnonSize",
             figure: "arcstats.anon_size",
+            role: Role::OtherSplit,
         },
         FigureObject {
             sub: 11,
             name: "memArcDataSize",
             figure: "arcstats.data_size",
+            role: Role::Part,
         },
         FigureObject {
             sub: 12,
             name: "memArcMetadataSize",
             figure: "arcstats.metadata_size",
+            role: Role::Part,
         },
         FigureObject {
             sub: 13,
             name: "memArcHeaderSize",
             figure: "arcstats.hdr_size",
+            role: Role::Part,
         },
         FigureObject {
             sub: 14,
             name: "memArcDbufSize",
             figure: "arcstats.dbuf_size",
+            role: Role::Part,
         },
         FigureObject {
             sub: 15,
             name: "memArcDnodeSize",
             figure: "arcstats.dnode_size",
+            role: Role::Part,
         },
         FigureObject {
             sub: 16,
             name: "memArcBonusSize",
             figure: "arcstats.bonus_size",
+            role: Role::Part,
         },
         FigureObject {
             sub: 17,
             name: "memArcL2HeaderSize",
             figure: "arcstats.l2_hdr_size",
+            role: Role::Part,
         },
         FigureObject {
             sub: 18,
             name: "memArcCompressedSize",
             figure: "arcstats.compressed_size",
+            role: Role::Level,
         },
         FigureObject {
             sub: 19,
             name: "memArcUncompressedSize",
             figure: "arcstats.uncompressed_size",
+            role: Role::Level,
         },
         FigureObject {
             sub: 20,
             name: "memArcHits",
             figure: "arcstats.hits",
+            role: Role::Hits,
         },
         FigureObject {
             sub: 21,
             name: "memArcMisses",
             figure: "arcstats.misses",
+            role: Role::Misses,
         },
         FigureObject {
             sub: 22,
             name: "memArcDemandDataHits",
             figure: "arcstats.demand_data_hits",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 23,
             name: "memArcDemandDataMisses",
             figure: "arcstats.demand_data_misses",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 24,
             name: "memArcDemandMetadataHits",
             figure: "arcstats.demand_metadata_hits",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 25,
             name: "memArcDemandMetadataMisses",
             figure: "arcstats.demand_metadata_misses",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 26,
             name: "memArcPrefetchDataHits",
             figure: "arcstats.prefetch_data_hits",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 27,
             name: "memArcPrefetchDataMisses",
             figure: "arcstats.prefetch_data_misses",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 28,
             name: "memArcPrefetchMetadataHits",
             figure: "arcstats.prefetch_metadata_hits",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 29,
             name: "memArcPrefetchMetadataMisses",
             figure: "arcstats.prefetch_metadata_misses",
+            role: Role::Counter,
         },
         FigureObject {
             sub: 30,
             name: "memArcMemoryThrottles",
             figure: "arcstats.memory_throttle_count",
+            role: Role::Counter,
         },
     ],
 };

@@ -15,7 +15,7 @@
 use super::error::SourceError;
 use super::source_def::Reading;
 pub use super::source_def::{
-    FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, SourceDef,
+    FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, Role, SourceDef,
 };
 use super::{arcstats, fixture, linux, meminfo, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
 use std::fmt;

@@ -110,6 +110,8 @@ pub(crate) trait Reading: Send {
 pub struct FigureGroup {
     /// The group's node name in the MIB (an OBJECT IDENTIFIER).
     pub name: &'static str,
+    /// What `dump`'s table calls it (its section's heading).
+    pub title: &'static str,
     /// Its node below memstatObjects.
     pub node: &'static [u32],
     pub objects: &'static [FigureObject],
@@ -124,6 +126,35 @@ pub struct FigureObject {
     pub name: &'static str,
     /// The figure it serves (a key of `Snapshot::figures`).
     pub figure: &'static str,
+    /// What the figure is to the group's total: how `dump` prints it and how the pollers'
+    /// graphs draw it.
+    pub role: Role,
+}
+
+/// What one figure of a [`FigureGroup`] is, relative to the group's [`Role::Total`]: the one
+/// place that says which figures a graph stacks, draws as lines or turns into a ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// How many statistics the source read: 0 means there is nothing to show.
+    Count,
+    /// The total, in bytes, that the others are compared with.
+    Total,
+    /// A target or limit of the total, in bytes: drawn as a line over the parts.
+    Limit,
+    /// A part of the total, in bytes: the parts do not overlap one another, and add up to the
+    /// total (or nearly: the source's description says what they leave out), so they stack.
+    Part,
+    /// A part of the total, in bytes, in another split of it, which overlaps the
+    /// [`Role::Part`]s: stacked among themselves only.
+    OtherSplit,
+    /// Another level in bytes, neither a part nor a limit.
+    Level,
+    /// The counter of hits, the numerator of the hit ratio.
+    Hits,
+    /// The counter of misses: hits / (hits + misses) is the hit ratio.
+    Misses,
+    /// Another counter.
+    Counter,
 }
 
 /// A kind of kernel memory: a row of memKernelTable, which a source's figure fills. Its

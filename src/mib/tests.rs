@@ -136,21 +136,24 @@ fn admin_strings_are_cut_at_255_octets_on_a_character_boundary() {
 
 #[test]
 fn a_sources_figure_group_serves_its_figures_and_skips_absent_ones() {
-    use crate::memstat::source::{FigureGroup, FigureObject};
+    use crate::memstat::source::{FigureGroup, FigureObject, Role};
     use group::{served_columns, View};
     static G: FigureGroup = FigureGroup {
         name: "memTestFigures",
+        title: "test",
         node: &[9],
         objects: &[
             FigureObject {
                 sub: 1,
                 name: "memTestA",
                 figure: "test.a",
+                role: Role::Total,
             },
             FigureObject {
                 sub: 2,
                 name: "memTestB",
                 figure: "test.b",
+                role: Role::Part,
             },
         ],
     };
