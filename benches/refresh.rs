@@ -184,5 +184,54 @@ fn overview(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, linux, freebsd, overview);
+/// A whole refresh with the overview: everything `auto` reads here (on Linux the slab caches,
+/// /proc/meminfo, and the arcstats file where OpenZFS is loaded), and a fixture of 300
+/// types replaying a FreeBSD host's wired tree and its ARC's statistics, against the same
+/// fixture without them. The code before the overview read only the slab caches for `auto`
+/// (BENCHMARKS.md compares the two).
+fn whole(c: &mut Criterion) {
+    use memstat_agentx::memstat::source::{SourceChoice, Sources};
+    use memstat_agentx::memstat::{arcstats, fixture, wired, Snapshot};
+    let mut g = c.benchmark_group("refresh_whole");
+    let auto: SourceChoice = "auto".parse().unwrap();
+    match Sources::open(&auto) {
+        Ok(mut sources) => {
+            g.bench_function("auto_read", |b| b.iter(|| black_box(sources.read())));
+        }
+        Err(e) => eprintln!("refresh_whole/auto_read skipped: {e}"),
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let types: Vec<_> = (0..common::size(300, 300)).map(common::full_type).collect();
+    let mut snap = Snapshot::new(1, std::time::UNIX_EPOCH, "freebsd".into(), types);
+    let plain = dir.path().join("plain.json");
+    std::fs::write(&plain, fixture::to_json(&snap)).unwrap();
+    for (k, v) in [
+        (wired::WIRED, 2_048_000_000u64),
+        (wired::USER_WIRED, 4_096_000),
+        (wired::UMA, 900_000_000),
+        (wired::MALLOC, 120_000_000),
+        (wired::ARC, 700_000_000),
+        (wired::BUFSPACE, 300_000_000),
+        (wired::OTHER_WIRED, 848_000_000),
+    ] {
+        snap.figures.insert(k.into(), v);
+    }
+    for (i, o) in arcstats::ARC_GROUP.objects.iter().enumerate() {
+        snap.figures
+            .insert(o.figure.into(), 1_000_000 * (i as u64 + 1));
+    }
+    let with_arc = dir.path().join("with-arc.json");
+    std::fs::write(&with_arc, fixture::to_json(&snap)).unwrap();
+    for (name, path) in [
+        ("fixture_300_types", &plain),
+        ("fixture_300_types_overview_and_arc", &with_arc),
+    ] {
+        let choice: SourceChoice = format!("fixture:{}", path.display()).parse().unwrap();
+        let mut sources = Sources::open(&choice).unwrap();
+        g.bench_function(name, |b| b.iter(|| black_box(sources.read())));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, linux, freebsd, overview, whole);
 criterion_main!(benches);
