@@ -532,7 +532,8 @@ fn scripted_subagent(
             }
         }
     });
-    let _ = rx.recv_timeout(Duration::from_secs(1));
+    rx.recv_timeout(PATIENCE)
+        .expect("the scripted subagent did not register");
     (seen, t)
 }
 

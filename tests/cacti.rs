@@ -30,6 +30,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
+/// The tests' `--max-age 0.2`, for the waits until a poll must read the source anew.
+const MAX_AGE: Duration = Duration::from_millis(200);
 const QUERY_XML: &str = "contrib/cacti/memstat_memtypetable.xml";
 const EXPORT_XML: &str = "contrib/cacti/cacti_data_query_memstat-mib_kernel_memory_types.xml";
 const KERNEL_XML: &str = "contrib/cacti/cacti_graph_template_memstat_kernel_memory_by_kind.xml";
@@ -342,6 +344,47 @@ impl Cacti {
         }
     }
 
+    /// Waits until the clock has passed the second of every RRD's last update (`rrdtool
+    /// last`): rrdtool takes one update per second, so a poll within that second would store
+    /// nothing.
+    fn wait_past_last_updates(&self) {
+        fn rrds(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    rrds(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rrd") {
+                    out.push(p);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        rrds(&self.root.join("site/rra"), &mut files);
+        let Some(last) = files
+            .iter()
+            .map(|f| {
+                let out = run(Command::new("rrdtool").arg("last").arg(f));
+                out.trim()
+                    .parse::<u64>()
+                    .unwrap_or_else(|_| panic!("rrdtool last {}: {out}", f.display()))
+            })
+            .max()
+        else {
+            return;
+        };
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+        };
+        wait_until(
+            &format!("the clock past the RRDs' last update ({last})"),
+            || now() > last,
+            || self.log_text(),
+        );
+    }
+
     /// One run of Cacti's poller.php with the given collector.
     fn poll(&self, collector: &str) {
         let poller_type = match collector {
@@ -352,8 +395,7 @@ impl Cacti {
         self.db.sql(&format!(
             "REPLACE INTO settings (name, value) VALUES ('poller_type', '{poller_type}')"
         ));
-        // rrdtool refuses two updates in the same second.
-        std::thread::sleep(Duration::from_millis(1100));
+        self.wait_past_last_updates();
         let before = self.log_text().len();
         self.php("site/poller.php", &["--force"]);
         let log = self.log_text();
@@ -429,6 +471,16 @@ fn cell(t: &MemoryType, column: &str) -> String {
         _ => unreachable!("{column}"),
     };
     v.map_or("U".to_string(), |v| v.to_string())
+}
+
+/// memDaemonUptime.0, in hundredths of a second.
+fn daemon_uptime(port: u16) -> u64 {
+    let l = get(port, &[&format!("{ROOT}.1.1.1.0")]);
+    l[0].value
+        .strip_prefix('(')
+        .and_then(|s| s.split(')').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("memDaemonUptime.0: {l:?}"))
 }
 
 /// `rrdtool lastupdate`: data source name → last value stored.
@@ -635,7 +687,7 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
     assert_rrds_hold_their_rows(&cacti, &types, "after cmd.php");
     types = fixture(1);
     write_fixture(&fix, types.clone());
-    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    wait_refresh_due(port, MAX_AGE, &daemon);
     cacti.poll("spine");
     assert_rrds_hold_their_rows(&cacti, &types, "after spine");
 
@@ -668,13 +720,30 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
             "{collector}: no re-index after the restart:\n{}",
             &log[before..]
         );
+        // Cacti keeps the memDaemonUptime each poll read (poller_reindex.assert_value) and
+        // re-indexes when a poll reads less. Let the uptime grow past 5 s before this poll,
+        // which keeps it: the first poll after the next restart reads it about a second after
+        // the daemon is back (the wait for rrdtool's next second, PHP's start-up), so the fall
+        // is one of seconds.
+        wait_until(
+            "memDaemonUptime past 5 s",
+            || daemon_uptime(port) >= 500,
+            || daemon.log_text(),
+        );
         cacti.poll(collector);
         assert_rrds_hold_their_rows(&cacti, &types, &format!("{collector} after the restart"));
+        let kept = cacti
+            .db
+            .sql("SELECT assert_value FROM poller_reindex WHERE op = '<'");
+        assert!(
+            !kept.is_empty()
+                && kept
+                    .iter()
+                    .all(|r| r[0].parse::<u64>().is_ok_and(|t| t >= 500)),
+            "{collector}: the uptime Cacti kept is not the one it read: {kept:?}"
+        );
         types = fixture(3);
         write_fixture(&fix, types.clone());
-        // Let the daemon's uptime grow well past what it will be at the next poll, so that
-        // the fall at the restart is unmistakable whatever the load.
-        std::thread::sleep(Duration::from_secs(2));
         daemon.restart(port);
     }
     drop(cacti);
@@ -833,7 +902,7 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
     let port = snmpd.port;
     let src = format!("fixture:{}", fix.display());
     let state = dir.path().join("state").display().to_string();
-    let _daemon = Daemon::start(
+    let daemon = Daemon::start(
         &snmpd,
         &["--source", &src, "--state-dir", &state, "--max-age", "0.2"],
     );
@@ -912,7 +981,7 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
     assert_kernel_rrds(&cacti, &bytes, "after cmd.php");
     bytes = kernel_fixture(1);
     write_kernel_fixture(&fix, &bytes);
-    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    wait_refresh_due(port, MAX_AGE, &daemon);
     cacti.poll("spine");
     assert_kernel_rrds(&cacti, &bytes, "after spine");
     // A kind the host lacks is polled all the same, and stored as unknown.

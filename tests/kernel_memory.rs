@@ -10,7 +10,6 @@ use memstat_agentx::memstat::source::SOURCES;
 use std::collections::BTreeMap;
 
 const KERNEL_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.6.1";
-const SNAPSHOT_AGE: &str = ".1.3.6.1.4.1.32473.1.1.1.3.0";
 
 /// The served table: per row index, its columns by number.
 fn walk_kernel_table(port: u16) -> BTreeMap<u32, BTreeMap<u32, String>> {

@@ -407,22 +407,43 @@ fn sighup_during_start_up_is_not_fatal() {
         .collect();
     let body = format!(r#"{{"version":1,"entries":[{}]}}"#, entries.join(","));
     std::fs::write(state.join("indexes.json"), body).unwrap();
-    let mut child = Command::new(bin())
-        .args(["run", "--config", "/dev/null", "--source", &src])
-        .args([
-            "--agentx-socket",
-            &dir.path().join("none").display().to_string(),
-        ])
-        .args([
-            "--state-dir",
-            &dir.path().join("state").display().to_string(),
-        ])
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    // Killed when the test ends, failed or not.
+    let mut child = KillOnDrop(
+        Command::new(bin())
+            .args(["run", "--config", "/dev/null", "--source", &src])
+            .args([
+                "--agentx-socket",
+                &dir.path().join("none").display().to_string(),
+            ])
+            .args([
+                "--state-dir",
+                &dir.path().join("state").display().to_string(),
+            ])
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut child.0;
+    // From the moment the daemon has SIGHUP in hand (ignored, then caught: /proc's SigIgn and
+    // SigCgt; before that, the default action ends any process) until it serves, and a
+    // little after. The handler is installed only once it serves: a daemon that did not
+    // ignore SIGHUP until then would be signalled only from then on, and fail as too short.
+    let hup_in_hand = || {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        status.lines().any(|l| {
+            l.strip_prefix("SigIgn:")
+                .or_else(|| l.strip_prefix("SigCgt:"))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+                .is_some_and(|m| m & (1 << (libc::SIGHUP - 1)) != 0)
+        })
+    };
+    wait_until(
+        "SIGHUP ignored or caught by the daemon",
+        hup_in_hand,
+        || std::fs::read_to_string(&log).unwrap_or_default(),
+    );
     let t0 = Instant::now();
-    // From just after the process has started until it serves, and a little after.
-    std::thread::sleep(Duration::from_millis(10));
     let mut served_at = None;
     while served_at.map_or(true, |t: Instant| t.elapsed() < Duration::from_millis(200)) {
         Command::new("kill")
@@ -437,15 +458,13 @@ fn sighup_during_start_up_is_not_fatal() {
         if served_at.is_none() && std::fs::read_to_string(&log).unwrap().contains(" serving ") {
             served_at = Some(Instant::now());
         }
-        assert!(t0.elapsed() < Duration::from_secs(20));
+        assert!(t0.elapsed() < PATIENCE, "never served");
         std::thread::sleep(Duration::from_millis(2));
     }
     assert!(
         served_at.unwrap() - t0 > Duration::from_millis(30),
         "the start-up was too short to test"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The wrapper that gives the daemon a mount namespace of its own in which /etc/passwd is
@@ -507,6 +526,18 @@ fn deadline_needs_root_a_reload_hung_on_the_user_database_holds_up_nothing() {
     };
     std::fs::write(&conf, format!("source = \"{src}\"\nuser = \"nobody\"\n")).unwrap();
     hup(&daemon);
+    // The reload is under way: its thread (named config-reload) is there.
+    let reloading = || {
+        std::fs::read_dir(format!("/proc/{}/task", daemon.pid()))
+            .map(|tasks| {
+                tasks.flatten().any(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim() == "config-reload")
+                })
+            })
+            .unwrap_or(false)
+    };
+    wait_until("the reload's thread", reloading, || daemon.log_text());
     // For two seconds, with the lookup hanging, every Get is answered at once.
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(2) {

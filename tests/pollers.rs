@@ -857,6 +857,18 @@ fn daemon_uptime(port: u16) -> u64 {
     ticks(&l[0].value)
 }
 
+/// memRefreshCount.0: the reads of the source so far.
+fn refresh_count(port: u16) -> u64 {
+    let l = get(port, &[&format!("{ROOT}.1.1.5.0")]);
+    l[0].value
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{l:?}"))
+}
+
+/// The tests' `--max-age 0.2`, for the waits until a walk must read the source anew.
+const MAX_AGE: Duration = Duration::from_millis(200);
+
 fn counter_types(step: u64) -> Vec<MemoryType> {
     ["alpha", "beta", "gamma", "delta"]
         .iter()
@@ -900,8 +912,13 @@ fn counters_indexes_and_discontinuities_across_a_daemon_restart() {
             "rows present at start have no discontinuity: {r:?}"
         );
     }
-    // Let the daemon's own uptime grow, so that its fall at the restart is visible.
-    std::thread::sleep(Duration::from_millis(1200));
+    // Let the daemon's own uptime grow past 1.2 s, so that its fall at the restart is
+    // visible.
+    wait_until(
+        "memDaemonUptime past 1.2 s",
+        || daemon_uptime(port) >= 120,
+        || env.daemon.log_text(),
+    );
     let uptime_before = daemon_uptime(port);
     assert!(uptime_before >= 100, "memDaemonUptime {uptime_before}");
 
@@ -951,7 +968,8 @@ fn counters_indexes_and_discontinuities_across_a_daemon_restart() {
     newcomer.per_cpu.clear();
     changed.push(newcomer);
     write_fixture(&env.fixture, changed.clone());
-    std::thread::sleep(Duration::from_millis(400)); // past --max-age
+    // The next walk reads the source anew (written above): past --max-age, nothing walking.
+    wait_refresh_due(port, MAX_AGE, &env.daemon);
     let t0 = sys_uptime(port);
     let third = walk_table(port);
     let t1 = sys_uptime(port);
@@ -986,8 +1004,14 @@ fn counters_indexes_and_discontinuities_across_a_daemon_restart() {
     }
 
     // The marks are sticky: a later refresh with the same figures keeps them.
-    std::thread::sleep(Duration::from_millis(400));
+    wait_refresh_due(port, MAX_AGE, &env.daemon);
+    let refreshes = refresh_count(port);
     let fourth = walk_table(port);
+    assert_eq!(
+        refresh_count(port),
+        refreshes + 1,
+        "the walk past max-age refreshed once"
+    );
     for idx in [index_of(&before, "beta"), new_idx] {
         assert_eq!(fourth[&idx][&24], third[&idx][&24]);
     }
@@ -1004,7 +1028,12 @@ fn discontinuity_times_reset_when_the_master_restarts() {
     let port = env.snmpd.port;
     let first = walk_table(port);
     let beta = index_of(&first, "beta");
-    std::thread::sleep(Duration::from_millis(1500));
+    // The master's clock well past 1 s, so that beta's discontinuity time below is not 0.
+    wait_until(
+        "snmpd's sysUpTime past 1.5 s",
+        || sys_uptime(port) >= 150,
+        || env.daemon.log_text(),
+    );
     let mut changed = start.clone();
     changed
         .iter_mut()
@@ -1012,13 +1041,13 @@ fn discontinuity_times_reset_when_the_master_restarts() {
         .unwrap()
         .allocs = Some(5);
     write_fixture(&env.fixture, changed);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_refresh_due(port, MAX_AGE, &env.daemon);
     let d: u64 = walk_table(port)[&beta][&24].parse().unwrap();
     assert!(d >= 100, "beta's discontinuity {d}");
 
     env.snmpd.restart();
     env.daemon.wait_registered(port);
-    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    wait_refresh_due(port, MAX_AGE, &env.daemon);
     let table = walk_table(port);
     let up = sys_uptime(port);
     for (idx, row) in &table {
@@ -1055,7 +1084,7 @@ fn requests_after_a_master_restart_are_not_served_from_old_pins() {
     write_fixture(&env.fixture, changed);
     env.snmpd.restart();
     env.daemon.wait_registered(port);
-    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    wait_refresh_due(port, MAX_AGE, &env.daemon);
     let stale = (0..40)
         .filter(|_| get(port, &[&oid])[0].value != "5")
         .count();

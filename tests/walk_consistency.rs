@@ -407,19 +407,9 @@ struct WalkRecord {
     problems: Vec<String>,
 }
 
-/// Walks memTypeTable over and over until `stop`, the first walk after `start_after`.
-fn spawn_walker(
-    port: u16,
-    m: Manager,
-    rows: u32,
-    start_after: Duration,
-    stop: Arc<AtomicBool>,
-) -> JoinHandle<Vec<WalkRecord>> {
-    spawn_counted_walker(port, m, rows, start_after, stop, Arc::default())
-}
-
-/// [`spawn_walker`], counting each walk it finishes in `walked`, for a test that waits for
-/// walks to have been made.
+/// Walks memTypeTable over and over until `stop`, the first walk after `start_after`,
+/// counting each walk it finishes in `walked`, for a test that waits for walks to have been
+/// made.
 fn spawn_counted_walker(
     port: u16,
     m: Manager,
@@ -429,6 +419,8 @@ fn spawn_counted_walker(
     walked: Arc<AtomicU64>,
 ) -> JoinHandle<Vec<WalkRecord>> {
     std::thread::spawn(move || {
+        // Staggered starts, as independent pollers have: the shape of the load, not a wait
+        // for anything (nothing is asserted about the time a walker starts).
         std::thread::sleep(start_after);
         let mut out = Vec::new();
         while !stop.load(Ordering::Relaxed) {
@@ -635,18 +627,29 @@ fn concurrent_managers(
     // millisecond (with max-age 10 ms that would put walkers of the same stride on different
     // snapshots in lockstep at the same OIDs: the residual ambiguous case, not the common one).
     // They fall in and out of step with each other afterwards anyway.
+    let walked: Vec<Arc<AtomicU64>> = managers.iter().map(|_| Arc::default()).collect();
     let walkers: Vec<_> = managers
         .iter()
+        .zip(&walked)
         .enumerate()
-        .map(|(i, &m)| {
+        .map(|(i, (&m, walked))| {
             let after = Duration::from_millis(50 * i as u64);
-            spawn_walker(port, m, rows, after, stop.clone())
+            spawn_counted_walker(port, m, rows, after, stop.clone(), walked.clone())
         })
         .collect();
     let randoms: Vec<_> = (0..load.random_clients)
         .map(|i| spawn_random_manager(port, rows, i as u64 * 7919, stop.clone()))
         .collect();
-    std::thread::sleep(run_for);
+    // The load runs for `run_for`: its length is the condition under test (the rate of
+    // mixed walks is measured over it), not a wait for something. It then goes on until every
+    // walker has finished a walk, so that a slow machine makes the run longer, never a
+    // manager with no walk to check.
+    let t_load = Instant::now();
+    wait_until(
+        &format!("{run_for:?} of load, and a walk finished by every walker"),
+        || t_load.elapsed() >= run_for && walked.iter().all(|w| w.load(Ordering::Relaxed) >= 1),
+        || daemon.log_text(),
+    );
     stop.store(true, Ordering::Relaxed);
     let walks: Vec<WalkRecord> = walkers
         .into_iter()
@@ -889,7 +892,7 @@ fn deadline_twenty_pollers_beside_four_random_clients_mix_at_most_1_in_100() {
 #[test]
 fn a_getnext_by_another_manager_does_not_move_a_parked_walk() {
     let rows = 30;
-    let (dir, snmpd, _daemon) = start_daemon(rows, &["--max-age", "0.5"]);
+    let (dir, snmpd, daemon) = start_daemon(rows, &["--max-age", "0.5"]);
     let port = snmpd.port;
     let fix = dir.path().join("fixture.json");
     let col = |c: u32| format!("{TYPE_ENTRY}.{c}");
@@ -914,8 +917,8 @@ fn a_getnext_by_another_manager_does_not_move_a_parked_walk() {
     assert_eq!(c_park, cell_oid(MEM_TYPE_ALLOCS, 10));
 
     write_fixture(&fix, gen_types(2, rows));
-    // Time passing beyond max-age is the condition itself, not a stand-in for one.
-    std::thread::sleep(Duration::from_millis(600));
+    // Past max-age, with B and C paused: A's lone GetNext must then read the source anew.
+    wait_refresh_due(port, Duration::from_millis(500), &daemon);
 
     let a = must(
         "snmpgetnext",
@@ -1071,12 +1074,15 @@ fn deadline_a_change_reaches_new_gets_and_walks_within_the_bound() {
 
     // Nobody walks any more. Let every walk's window run out, so that no reading of "a walk
     // in progress" can apply, then change the source once more: a Get sent once max-age has
-    // passed since the change must see it.
+    // passed since the change must see it. The quiet time is the condition under test (the
+    // clause's "while nothing else walks"), not a wait for something to happen.
     std::thread::sleep(window.saturating_sub(last_walk.elapsed()) + Duration::from_millis(200));
     assert_eq!(get_gen(), g, "an idle Get sees the current generation");
     let g2 = g + 1000;
     write_fixture(&fix, gen_types(g2, rows));
     let t2 = Instant::now();
+    // The deadline under test: the clause promises the change to a Get sent max-age after
+    // it, so the Get is sent then (this test runs alone, with the other deadlines).
     std::thread::sleep(max_age + Duration::from_millis(100));
     let seen = get_gen();
     println!(
@@ -1108,7 +1114,7 @@ fn no_old_figure_after_max_age_plus_walk_window() {
     let rows = 40;
     let max_age = Duration::from_secs(1);
     let window = Duration::from_secs(5);
-    let (dir, snmpd, _daemon) = start_daemon(rows, &["--max-age", "1", "--walk-window", "5"]);
+    let (dir, snmpd, daemon) = start_daemon(rows, &["--max-age", "1", "--walk-window", "5"]);
     let port = snmpd.port;
     let mut writer = FixtureWriter::start(
         &dir.path().join("fixture.json"),
@@ -1131,7 +1137,6 @@ fn no_old_figure_after_max_age_plus_walk_window() {
         cell_oid(18, 9),
     ];
     let reps = [1u32, 3, 7, 11];
-    let mut t_round = Instant::now();
     for (i, start) in starts.iter().enumerate() {
         for (j, r) in reps.iter().enumerate() {
             let steps = 1 + (i + j) % 3;
@@ -1156,13 +1161,11 @@ fn no_old_figure_after_max_age_plus_walk_window() {
             from = last_table_oid(&lines);
             parked.insert(from.clone());
         }
-        // Spread the parked walks over several snapshots: the next start comes after the
-        // current snapshot has aged past max-age.
+        // Spread the parked walks over several snapshots: the next start comes once a new
+        // walk must read the source anew (the current snapshot older than max-age, nothing
+        // asked for the in-progress window).
         if i % 2 == 1 {
-            std::thread::sleep(
-                (max_age + Duration::from_millis(50)).saturating_sub(t_round.elapsed()),
-            );
-            t_round = Instant::now();
+            wait_refresh_due(port, max_age, &daemon);
         }
     }
     let g = writer.stop_and_jump(1000);
@@ -1225,8 +1228,6 @@ fn no_old_figure_after_max_age_plus_walk_window() {
 /// memTypeTable itself, as the probe and the walks of issue 23 name it
 /// (MEMSTAT-MIB::memTypeTable; [`TYPE_ENTRY`] is its memTypeEntry).
 const TYPE_TABLE: &str = ".1.3.6.1.4.1.32473.1.1.2";
-/// memSnapshotAge.0: milliseconds since the current snapshot was read.
-const SNAPSHOT_AGE: &str = ".1.3.6.1.4.1.32473.1.1.1.3.0";
 
 /// The availability probe of issue 23, `snmpgetnext -v2c -c public HOST
 /// MEMSTAT-MIB::memTypeTable`: one GetNext that returns memTypeName.1 and is never followed
@@ -1238,16 +1239,6 @@ fn availability_probe(port: u16) {
         Some(cell_oid(FIRST_COL, 1)),
         "the probe returns memTypeName.1: {lines:?}"
     );
-}
-
-/// memSnapshotAge.0.
-fn snapshot_age(port: u16) -> Duration {
-    let l = must("snmpget", port, &[], &[SNAPSHOT_AGE]);
-    let ms = l
-        .first()
-        .and_then(|l| l.value.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("memSnapshotAge.0: {l:?}"));
-    Duration::from_millis(ms)
 }
 
 /// `snmpbulkwalk -Cr25` of memTypeTable, as in the bug report: a complete, ordered walk

@@ -632,6 +632,48 @@ pub fn eventually(
     }
 }
 
+/// memSnapshotAge.0: milliseconds since the snapshot the tables serve was read.
+pub const SNAPSHOT_AGE: &str = ".1.3.6.1.4.1.32473.1.1.1.3.0";
+
+/// memSnapshotAge.0. memstatDaemon's scalars are answered without reading the source (the
+/// contract's "Scalars" clause), so asking never refreshes the snapshot.
+pub fn snapshot_age(port: u16) -> Duration {
+    let l = get(port, &[SNAPSHOT_AGE]);
+    let ms = l
+        .first()
+        .and_then(|l| l.value.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("memSnapshotAge.0: {l:?}"));
+    Duration::from_millis(ms)
+}
+
+/// The in-progress window at `max_age`: a walk that asked anything within it counts as in
+/// progress. It is max-age, counted as at least 0.1 s and at most 1 s (ARCHITECTURE.md).
+pub fn in_progress_window(max_age: Duration) -> Duration {
+    max_age.clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
+
+/// Waits until the next new walk or Get of the tables must be answered from a new read of
+/// the source, by the freshness clause: the snapshot is older than `max_age` and nothing
+/// walks (no request since the call for longer than the in-progress window). Both are read
+/// from memSnapshotAge, which asking does not change: its value at the call is taken after
+/// the caller's last request, and once it has grown by the window, that much time has passed
+/// with nothing asked. Call it once the caller's last request was answered; nothing else may
+/// ask the daemon meanwhile. A new walk after it that is served figures read before the wait
+/// is a stale snapshot.
+pub fn wait_refresh_due(port: u16, max_age: Duration, daemon: &Daemon) {
+    // The reported age is whole milliseconds, rounded down: a millisecond more is safe.
+    let ms = Duration::from_millis(1);
+    let at_call = snapshot_age(port);
+    let due = max_age.max(at_call + in_progress_window(max_age)) + ms;
+    wait_until(
+        &format!(
+            "memSnapshotAge past {due:?} (max-age {max_age:?}; {at_call:?} when the wait began)"
+        ),
+        || snapshot_age(port) > due,
+        || daemon.log_text(),
+    );
+}
+
 /// A private snmptrapd on 127.0.0.1 at a free UDP port, logging each notification it
 /// receives as one line of its log file: `NOTIFICATION ` and the varbinds (numeric OIDs),
 /// separated by tabs.
