@@ -1129,7 +1129,7 @@ fn cacti_graphs_the_zfs_arc_with_cmd_php_and_spine() {
     let port = snmpd.port;
     let src = format!("fixture:{}", fix.display());
     let state = dir.path().join("state").display().to_string();
-    let _daemon = Daemon::start(
+    let daemon = Daemon::start(
         &snmpd,
         &["--source", &src, "--state-dir", &state, "--max-age", "0.2"],
     );
@@ -1213,7 +1213,7 @@ fn cacti_graphs_the_zfs_arc_with_cmd_php_and_spine() {
     assert_arc_rrds(&cacti, &values, "after cmd.php");
     values = arc_fixture(1);
     write_arc_fixture(&fix, &values);
-    std::thread::sleep(Duration::from_millis(300)); // past --max-age
+    wait_refresh_due(port, MAX_AGE, &daemon);
     cacti.poll("spine");
     assert_arc_rrds(&cacti, &values, "after spine");
 
