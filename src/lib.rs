@@ -28,4 +28,5 @@ pub mod reader;
 pub mod report;
 pub mod start;
 pub mod statedir;
+pub(crate) mod timers;
 pub mod vmstat;
