@@ -6,7 +6,7 @@
 //! holds and then rings the daemon's doorbell. Setting it is a message, so the session sets
 //! it only when the deadline really moves, which is at Ping events.
 
-use crate::daemon::doorbell::{Doorbell, ALARM};
+use crate::doorbell::{Doorbell, ALARM};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Instant;

@@ -17,6 +17,7 @@ pub(crate) mod alarm;
 pub(crate) mod boundedfile;
 pub mod config;
 pub mod daemon;
+pub(crate) mod doorbell;
 pub mod index;
 pub mod logging;
 pub mod master_addr;

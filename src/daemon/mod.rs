@@ -18,20 +18,21 @@ use crate::agentx::session::{
     Backoff, Event, Opened, Registration, Session, SessionConfig, SessionError,
 };
 use crate::alarm::Alarm;
+use crate::doorbell::{Doorbell, ALARM, CONTROL};
 use crate::logging::RateLimited;
 use crate::memstat::{SourceError, SourceRead};
 use crate::mib::{notification_varbinds, NotificationType, MEMSTAT_MIB_ROOT};
 use crate::reader::SourceReader;
 use agentx_proto::oid::Oid;
 use agentx_proto::pdu::{CloseReason, ResError};
-pub use doorbell::{ControlSender, Controls};
-use doorbell::{Doorbell, Polled, ALARM, CONTROL};
+use controls::Polled;
+pub use controls::{ControlSender, Controls};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-pub(crate) mod doorbell;
+pub(crate) mod controls;
 
 /// What the rest of the process asks of the daemon.
 #[derive(Debug)]
@@ -178,7 +179,7 @@ impl Daemon {
     /// The channel on which the rest of the process controls this daemon: the receiver is
     /// for [`run`](Self::run).
     pub fn control_channel(&self) -> (ControlSender, Controls) {
-        doorbell::control_channel(self.bell.clone(), 4)
+        controls::control_channel(self.bell.clone(), 4)
     }
 
     /// Runs until a shutdown is asked for (or the control channel closes). A master that is

@@ -138,7 +138,7 @@ async fn controls_for(first: &str, then: &str, signals: &[Signal]) -> Vec<Contro
     settings_file(dir.path(), then);
     let (sig_tx, sig_rx) = mpsc::channel(8);
     let (tx, mut rx) =
-        crate::daemon::doorbell::control_channel(crate::daemon::doorbell::Doorbell::new(), 8);
+        crate::daemon::controls::control_channel(crate::doorbell::Doorbell::new(), 8);
     let task = tokio::spawn(controls(sig_rx, args, started, tx));
     let mut got = Vec::new();
     for &s in signals {

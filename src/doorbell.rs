@@ -1,5 +1,5 @@
 //! What wakes the daemon besides the master: the control channel and the alarm, behind one
-//! doorbell.
+//! doorbell (the channel is `daemon/controls.rs`).
 //!
 //! Each turn of the loop waits for the master's next request next to everything else that
 //! can happen, and on a walk there is one turn per varbind. Waiting on a tokio channel per
@@ -12,7 +12,6 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Waker};
-use tokio::sync::mpsc;
 
 /// Which source rang: a set of these bits.
 pub(crate) type Rung = u8;
@@ -42,6 +41,12 @@ impl Doorbell {
         if let Some(w) = slot.as_ref() {
             w.wake_by_ref();
         }
+    }
+
+    /// Sets `what` without waking: for the waiting task itself, to look again on its next
+    /// turn.
+    pub(crate) fn set_quietly(&self, what: Rung) {
+        self.rung.fetch_or(what, Ordering::AcqRel);
     }
 
     /// Takes the bits of `mask` that are set.
@@ -76,93 +81,9 @@ impl Doorbell {
     }
 }
 
-/// Where the rest of the process sends [`Control`](super::Control)s to the daemon.
-pub struct ControlSender {
-    /// `None` only while dropping: the channel must close before the last ring, so that
-    /// the daemon, woken, sees it closed.
-    tx: Option<mpsc::Sender<super::Control>>,
-    bell: Arc<Doorbell>,
-}
-
-impl ControlSender {
-    /// Sends `c`, waiting for room; an error when the daemon has stopped.
-    pub async fn send(
-        &self,
-        c: super::Control,
-    ) -> Result<(), mpsc::error::SendError<super::Control>> {
-        let tx = self.tx.as_ref().expect("set until drop");
-        tx.send(c).await?;
-        self.bell.ring(CONTROL);
-        Ok(())
-    }
-}
-
-impl Drop for ControlSender {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        self.bell.ring(CONTROL);
-    }
-}
-
-/// The daemon's end of the control channel, for [`Daemon::run`](super::Daemon::run).
-pub struct Controls {
-    rx: mpsc::Receiver<super::Control>,
-    bell: Arc<Doorbell>,
-}
-
-/// What the control channel holds now.
-pub(crate) enum Polled {
-    Control(super::Control),
-    /// Nothing now.
-    Empty,
-    /// The sender is gone: nothing will come.
-    Closed,
-}
-
-impl Controls {
-    /// The next message without waiting.
-    pub(crate) fn poll_now(&mut self) -> Polled {
-        match self.rx.try_recv() {
-            Ok(c) => {
-                // More may be queued behind it: the next turn looks again.
-                self.bell.rung.fetch_or(CONTROL, Ordering::AcqRel);
-                Polled::Control(c)
-            }
-            Err(mpsc::error::TryRecvError::Empty) => Polled::Empty,
-            Err(mpsc::error::TryRecvError::Disconnected) => Polled::Closed,
-        }
-    }
-
-    /// The next message; `None` once the sender is gone. Cancel-safe.
-    pub(crate) async fn recv(&mut self) -> Option<super::Control> {
-        loop {
-            match self.poll_now() {
-                Polled::Control(c) => return Some(c),
-                Polled::Closed => return None,
-                Polled::Empty => {
-                    self.bell.rung(CONTROL).await;
-                }
-            }
-        }
-    }
-}
-
-/// A control channel of `capacity` messages whose sends ring `bell`.
-pub(crate) fn control_channel(bell: Arc<Doorbell>, capacity: usize) -> (ControlSender, Controls) {
-    let (tx, rx) = mpsc::channel(capacity);
-    (
-        ControlSender {
-            tx: Some(tx),
-            bell: bell.clone(),
-        },
-        Controls { rx, bell },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::Control;
     use std::time::Duration;
 
     #[tokio::test(flavor = "current_thread")]
@@ -184,23 +105,5 @@ mod tests {
         bell.ring(CONTROL | ALARM);
         assert_eq!(bell.rung(ALARM).await, ALARM);
         assert_eq!(bell.take(CONTROL), CONTROL);
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn controls_arrive_in_order_and_the_channel_closes_with_its_sender() {
-        let (tx, mut rx) = control_channel(Doorbell::new(), 4);
-        tx.send(Control::Shutdown).await.unwrap();
-        tx.send(Control::Shutdown).await.unwrap();
-        assert!(matches!(rx.poll_now(), Polled::Control(Control::Shutdown)));
-        assert!(matches!(rx.recv().await, Some(Control::Shutdown)));
-        assert!(matches!(rx.poll_now(), Polled::Empty));
-        let waiting = tokio::spawn(async move { rx.recv().await.is_none() });
-        tokio::task::yield_now().await;
-        drop(tx);
-        let closed = tokio::time::timeout(Duration::from_secs(30), waiting)
-            .await
-            .expect("woken by the sender's drop")
-            .unwrap();
-        assert!(closed, "a closed channel yields None");
     }
 }
