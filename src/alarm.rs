@@ -3,24 +3,27 @@
 //! A timer in tokio's wheel costs every wake-up of the runtime an extra clock read, and on a
 //! virtual machine a clock read is expensive: a walk is one wake-up per varbind. The alarm
 //! keeps the wheel empty while requests flow: its thread sleeps until the one deadline it
-//! holds and then wakes the session through a channel. Setting it is a message, so the
-//! session sets it only when the deadline really moves, which is at Ping events.
+//! holds and then rings the daemon's doorbell. Setting it is a message, so the session sets
+//! it only when the deadline really moves, which is at Ping events.
 
+use crate::doorbell::{Doorbell, ALARM};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The session's end of the alarm.
 pub(crate) struct Alarm {
     set: mpsc::Sender<Option<Instant>>,
-    fired: tokio::sync::mpsc::Receiver<()>,
+    bell: Arc<Doorbell>,
     armed: Option<Instant>,
 }
 
 impl Alarm {
-    /// Starts the alarm's thread. It ends when the `Alarm` is dropped.
-    pub(crate) fn start() -> std::io::Result<Alarm> {
+    /// Starts the alarm's thread, which rings `bell` ([`ALARM`]). It ends when the `Alarm`
+    /// is dropped.
+    pub(crate) fn start(bell: Arc<Doorbell>) -> std::io::Result<Alarm> {
         let (set, deadlines) = mpsc::channel::<Option<Instant>>();
-        let (ring, fired) = tokio::sync::mpsc::channel(1);
+        let ring = bell.clone();
         std::thread::Builder::new()
             .name("alarm".into())
             .spawn(move || {
@@ -34,8 +37,8 @@ impl Alarm {
                             {
                                 Ok(n) => Ok(n),
                                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                                    // A ring already waiting says the same; never block here.
-                                    let _ = ring.try_send(());
+                                    // A ring not yet taken says the same: one bit.
+                                    ring.ring(ALARM);
                                     Ok(None)
                                 }
                                 Err(mpsc::RecvTimeoutError::Disconnected) => Err(()),
@@ -50,7 +53,7 @@ impl Alarm {
             })?;
         Ok(Alarm {
             set,
-            fired,
+            bell,
             armed: None,
         })
     }
@@ -71,11 +74,13 @@ impl Alarm {
     /// Waits for the deadline. Cancel-safe. A ring may be late news: the deadline may have
     /// moved since, so the caller checks what is due.
     pub(crate) async fn rang(&mut self) {
-        if self.fired.recv().await.is_some() {
-            self.armed = None;
-        } else {
-            std::future::pending::<()>().await;
-        }
+        self.bell.rung(ALARM).await;
+        self.rang_now();
+    }
+
+    /// The ring was taken from the doorbell by the caller: the alarm is unarmed.
+    pub(crate) fn rang_now(&mut self) {
+        self.armed = None;
     }
 }
 
@@ -86,7 +91,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn rings_at_the_deadline_and_follows_moves() {
-        let mut a = Alarm::start().unwrap();
+        let mut a = Alarm::start(Doorbell::new()).unwrap();
         let t0 = Instant::now();
         a.set(Some(t0 + Duration::from_millis(300)));
         // Moved earlier: rings at the new deadline.

@@ -6,7 +6,7 @@
 //! holds is bounded: a frame is at most [`HEADER_LEN`] + [`MAX_PAYLOAD`] octets, and a header
 //! that announces more is refused before its payload is waited for.
 
-use crate::pdu::{DecodeError, Header, Pdu, HEADER_LEN, MAX_PAYLOAD};
+use crate::pdu::{DecodeError, Header, Pdu, SearchRange, HEADER_LEN, MAX_PAYLOAD};
 
 /// One frame cut from the stream.
 #[derive(Debug, PartialEq, Eq)]
@@ -21,6 +21,9 @@ pub enum Frame {
 #[derive(Debug, Default)]
 pub struct Splitter {
     buf: Vec<u8>,
+    /// The SearchRanges of a request handed back by [`recycle`](Self::recycle): the next
+    /// frame is decoded into their memory.
+    spare: Vec<SearchRange>,
 }
 
 impl Splitter {
@@ -31,6 +34,12 @@ impl Splitter {
     /// Appends bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
+    }
+
+    /// Hands back a PDU this splitter made, once done with it, so that the next frame is
+    /// decoded into its memory instead of new allocations (see [`Pdu::decode_reusing`]).
+    pub fn recycle(&mut self, pdu: Pdu) {
+        self.spare = pdu.into_ranges();
     }
 
     /// The bytes held that are not yet a whole frame (or not yet taken).
@@ -51,7 +60,8 @@ impl Splitter {
         if self.buf.len() < len {
             return Ok(None);
         }
-        let frame = match Pdu::decode(&self.buf[..len]) {
+        let frame = match Pdu::decode_into_ranges(&self.buf[..len], std::mem::take(&mut self.spare))
+        {
             Ok(p) => Frame::Pdu(p),
             Err(e) if !e.fatal() => Frame::Bad(h, e),
             Err(e) => return Err(e),
@@ -64,7 +74,52 @@ impl Splitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oid::Oid;
     use crate::pdu::{DecodeErrorKind, Payload};
+
+    #[test]
+    fn a_recycled_pdu_lends_its_memory_to_the_next_frame() {
+        let range = |start: &[u32]| SearchRange {
+            start: Oid(start.to_vec()),
+            include: false,
+            end: Oid(vec![1, 3, 6, 1, 4, 1, 32474]),
+        };
+        let mut bytes = Vec::new();
+        let two = Payload::GetNext {
+            ranges: vec![
+                range(&[1, 3, 6, 1, 4, 1, 32473, 1, 1]),
+                range(&[1, 3, 6, 1, 9]),
+            ],
+        };
+        let one = Payload::GetNext {
+            ranges: vec![range(&[1, 3, 6, 1, 2, 1])],
+        };
+        Pdu::new(1, 2, 3, two.clone()).encode(&mut bytes);
+        Pdu::new(1, 2, 4, one.clone()).encode(&mut bytes);
+        let mut s = Splitter::new();
+        s.push(&bytes);
+        let Some(Frame::Pdu(first)) = s.next_frame().unwrap() else {
+            panic!("a frame")
+        };
+        assert_eq!(first.payload, two);
+        let Payload::GetNext { ranges } = &first.payload else {
+            unreachable!()
+        };
+        let memory = ranges[0].start.0.as_ptr();
+        s.recycle(first);
+        let Some(Frame::Pdu(second)) = s.next_frame().unwrap() else {
+            panic!("a frame")
+        };
+        assert_eq!(second.payload, one, "the second range of the first is gone");
+        let Payload::GetNext { ranges } = &second.payload else {
+            unreachable!()
+        };
+        assert_eq!(
+            ranges[0].start.0.as_ptr(),
+            memory,
+            "decoded into the spare's OID"
+        );
+    }
 
     fn two_frames() -> Vec<u8> {
         let mut bytes = Vec::new();

@@ -201,7 +201,7 @@ impl Session {
             .map_err(SessionError::Write)?;
         let deadline = tokio::time::Instant::now() + ADMIN_TIMEOUT;
         loop {
-            let frame = tokio::time::timeout_at(deadline, self.frames.next(&self.conn))
+            let frame = crate::timers::timeout_at(deadline, self.frames.next(&self.conn))
                 .await
                 .map_err(|_| SessionError::NoResponse(kind))?
                 .map_err(SessionError::Connection)?;
@@ -258,6 +258,12 @@ impl Session {
             Payload::Close { reason } => Err(SessionError::Closed(reason)),
             _ => Ok(Event::Request(pdu)),
         }
+    }
+
+    /// Hands back a request from [`Event::Request`] once answered, so that the next one is
+    /// decoded into its memory instead of new allocations.
+    pub fn recycle(&mut self, request: Pdu) {
+        self.frames.recycle(request);
     }
 
     /// A new Ping interval (0: no Pings), counted from `now`.

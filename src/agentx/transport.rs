@@ -163,7 +163,7 @@ impl Connection {
                     ),
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            crate::timers::sleep(Duration::from_millis(1)).await;
         }
     }
 
@@ -216,6 +216,11 @@ impl FrameReader {
             frames: Splitter::new(),
             chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
         }
+    }
+
+    /// Hands back a request once answered: the next one is decoded into its memory.
+    pub(crate) fn recycle(&mut self, pdu: agentx_proto::pdu::Pdu) {
+        self.frames.recycle(pdu);
     }
 
     /// The next frame from `conn`.

@@ -18,15 +18,21 @@ use crate::agentx::session::{
     Backoff, Event, Opened, Registration, Session, SessionConfig, SessionError,
 };
 use crate::alarm::Alarm;
+use crate::doorbell::{Doorbell, ALARM, CONTROL};
 use crate::logging::RateLimited;
 use crate::memstat::{SourceError, SourceRead};
 use crate::mib::{notification_varbinds, NotificationType, MEMSTAT_MIB_ROOT};
 use crate::reader::SourceReader;
 use agentx_proto::oid::Oid;
 use agentx_proto::pdu::{CloseReason, ResError};
+use controls::Polled;
+pub use controls::{ControlSender, Controls};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
+
+pub(crate) mod controls;
 
 /// What the rest of the process asks of the daemon.
 #[derive(Debug)]
@@ -109,6 +115,8 @@ pub struct Daemon {
     late_read: Option<oneshot::Receiver<SourceRead>>,
     /// Pings and periodic work (see `alarm.rs`).
     alarm: Alarm,
+    /// Rung by the alarm and the control channel: what the loop waits on beside the master.
+    bell: Arc<Doorbell>,
     /// A reload that arrived while a write was in progress, applied after it.
     deferred_reload: Option<(SessionConfig, AgentSettings)>,
     /// Set when a shutdown is asked for: every write after it gives up at this instant.
@@ -149,8 +157,10 @@ impl Daemon {
         agent: Agent,
         reader: Box<dyn ReadSource>,
     ) -> std::io::Result<Daemon> {
+        let bell = Doorbell::new();
         Ok(Daemon {
-            alarm: Alarm::start()?,
+            alarm: Alarm::start(bell.clone())?,
+            bell,
             backoff: Backoff::new(cfg.backoff_min, cfg.backoff_max),
             cfg,
             agent,
@@ -166,9 +176,15 @@ impl Daemon {
         })
     }
 
+    /// The channel on which the rest of the process controls this daemon: the receiver is
+    /// for [`run`](Self::run).
+    pub fn control_channel(&self) -> (ControlSender, Controls) {
+        controls::control_channel(self.bell.clone(), 4)
+    }
+
     /// Runs until a shutdown is asked for (or the control channel closes). A master that is
     /// absent is waited for.
-    pub async fn run(mut self, mut control: mpsc::Receiver<Control>) {
+    pub async fn run(mut self, mut control: Controls) {
         let mut link = Link::Down {
             retry_at: tokio::time::Instant::now(),
         };
@@ -239,7 +255,7 @@ impl Daemon {
     async fn while_down(
         &mut self,
         retry_at: tokio::time::Instant,
-        control: &mut mpsc::Receiver<Control>,
+        control: &mut Controls,
     ) -> Result<Option<Link>, Stop> {
         // Due before a master was there to take them.
         self.drop_notifications();
@@ -249,7 +265,7 @@ impl Daemon {
                 .map(|t| t.max(Instant::now() + Duration::from_millis(10))),
         );
         tokio::select! {
-            _ = tokio::time::sleep_until(retry_at) => {}
+            _ = crate::timers::sleep_until(retry_at) => {}
             r = late(&mut self.late_read), if self.late_read.is_some() => {
                 self.late_read = None;
                 self.finish_read(r);
@@ -358,7 +374,7 @@ impl Daemon {
     async fn serve_once(
         &mut self,
         session: &mut Session,
-        control: &mut mpsc::Receiver<Control>,
+        control: &mut Controls,
     ) -> Result<(), Stop> {
         // A reload that came in during a write.
         if let Some((s, a)) = self.deferred_reload.take() {
@@ -368,24 +384,35 @@ impl Daemon {
         // In this order when several are ready: a read that came in is installed before the
         // next request is answered, a shutdown or reload is taken before more requests, and
         // the alarm (ready only when it rang) before the requests of a walk that never
-        // pauses.
+        // pauses. The control channel and the alarm share one doorbell, so that a turn
+        // waits on two things, not four.
         tokio::select! {
             biased;
             r = late(&mut self.late_read), if self.late_read.is_some() => {
                 self.late_read = None;
                 self.finish_read(r);
             }
-            c = control.recv() => match c {
-                Some(Control::Reload(s, a)) => self.reload_in_session(session, s, a)?,
-                Some(Control::Shutdown) | None => return Err(Stop::Shutdown),
-            },
-            _ = self.alarm.rang() => {
-                self.periodic(control).await?;
-                self.send_notifications(session, control).await?;
-                let now = Instant::now();
-                self.agent.tick(now);
-                if let Some(ping) = session.ping_due(now).map_err(Stop::Lost)? {
-                    self.write(session, &ping, control).await?;
+            rung = self.bell.rung(CONTROL | ALARM) => {
+                if rung & CONTROL != 0 {
+                    match control.poll_now() {
+                        Polled::Control(Control::Reload(s, a)) => {
+                            self.reload_in_session(session, s, a)?
+                        }
+                        Polled::Control(Control::Shutdown) | Polled::Closed => {
+                            return Err(Stop::Shutdown)
+                        }
+                        Polled::Empty => {}
+                    }
+                }
+                if rung & ALARM != 0 {
+                    self.alarm.rang_now();
+                    self.periodic(control).await?;
+                    self.send_notifications(session, control).await?;
+                    let now = Instant::now();
+                    self.agent.tick(now);
+                    if let Some(ping) = session.ping_due(now).map_err(Stop::Lost)? {
+                        self.write(session, &ping, control).await?;
+                    }
                 }
             }
             event = session.next_event() => {
@@ -446,9 +473,9 @@ impl Daemon {
     /// Notify.
     async fn on_event(
         &mut self,
-        session: &Session,
+        session: &mut Session,
         event: Event,
-        control: &mut mpsc::Receiver<Control>,
+        control: &mut Controls,
     ) -> Result<(), Stop> {
         match event {
             Event::Bad(h, e) => {
@@ -467,7 +494,7 @@ impl Daemon {
                 Ok(())
             }
             Event::Request(pdu) => {
-                match self.agent.handle(&pdu, Instant::now(), true, &mut self.out) {
+                let answered = match self.agent.handle(&pdu, Instant::now(), true, &mut self.out) {
                     Handled::Reply => self.send_out(session, control).await,
                     Handled::NoReply => Ok(()),
                     Handled::NeedsRead => {
@@ -480,17 +507,15 @@ impl Daemon {
                             _ => Ok(()),
                         }
                     }
-                }
+                };
+                session.recycle(pdu);
+                answered
             }
         }
     }
 
     /// Writes the answer in `self.out`.
-    async fn send_out(
-        &mut self,
-        session: &Session,
-        control: &mut mpsc::Receiver<Control>,
-    ) -> Result<(), Stop> {
+    async fn send_out(&mut self, session: &Session, control: &mut Controls) -> Result<(), Stop> {
         let out = std::mem::take(&mut self.out);
         let written = self.write(session, &out, control).await;
         self.out = out;
@@ -505,7 +530,7 @@ impl Daemon {
         &mut self,
         session: &Session,
         data: &[u8],
-        control: &mut mpsc::Receiver<Control>,
+        control: &mut Controls,
     ) -> Result<(), Stop> {
         if let Some(by) = self.stop_by {
             let _ = session.write_until(data, Some(by)).await;
@@ -528,7 +553,7 @@ impl Daemon {
                     Some(Control::Shutdown) | None => {
                         let by = tokio::time::Instant::now() + SHUTDOWN_GRACE;
                         self.stop_by = Some(by);
-                        let _ = tokio::time::timeout_at(by, &mut write).await;
+                        let _ = crate::timers::timeout_at(by, &mut write).await;
                         return Err(Stop::Shutdown);
                     }
                 },
@@ -539,7 +564,7 @@ impl Daemon {
     /// A sample for notifications, if one is due: the source is read first when a request
     /// would read it now (the same rule, so that samples keep the view bound and the walk
     /// contract), then the newest view is compared with the last sample.
-    async fn periodic(&mut self, control: &mut mpsc::Receiver<Control>) -> Result<(), Stop> {
+    async fn periodic(&mut self, control: &mut Controls) -> Result<(), Stop> {
         let now = Instant::now();
         if !self.agent.sample_due(now) {
             return Ok(());
@@ -566,7 +591,7 @@ impl Daemon {
     async fn send_notifications(
         &mut self,
         session: &mut Session,
-        control: &mut mpsc::Receiver<Control>,
+        control: &mut Controls,
     ) -> Result<(), Stop> {
         if !self.agent.has_notifications() {
             return Ok(());
@@ -610,14 +635,10 @@ impl Daemon {
     /// Starts a read of the source and waits for it at most `wait`, next to the control
     /// channel: the master, the timers and reloads wait meanwhile, a shutdown does not. A
     /// read that takes longer goes on; its result is installed when it arrives.
-    async fn read_within(
-        &mut self,
-        wait: Duration,
-        control: &mut mpsc::Receiver<Control>,
-    ) -> Result<(), Stop> {
+    async fn read_within(&mut self, wait: Duration, control: &mut Controls) -> Result<(), Stop> {
         self.agent.read_started(Instant::now());
         let mut rx = self.reader.read();
-        let deadline = tokio::time::sleep(wait);
+        let deadline = crate::timers::sleep(wait);
         tokio::pin!(deadline);
         loop {
             tokio::select! {

@@ -86,7 +86,7 @@ use crate::agentx::session::MasterAddr;
 
 /// A daemon running on this runtime, its control channel, and the reads it asks for.
 struct Running {
-    control: mpsc::Sender<Control>,
+    control: ControlSender,
     reads: UnboundedReceiver<oneshot::Sender<SourceRead>>,
     done: JoinHandle<()>,
 }
@@ -106,7 +106,7 @@ impl Running {
             Box::new(Hand { reads: reads_tx }),
         )
         .expect("the alarm starts");
-        let (control, rx) = mpsc::channel(4);
+        let (control, rx) = daemon.control_channel();
         let done = tokio::spawn(daemon.run(rx));
         Running {
             control,

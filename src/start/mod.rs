@@ -9,7 +9,7 @@ mod args;
 use crate::agent::{Agent, AgentSettings, WatchSettings};
 use crate::agentx::session::SessionConfig;
 use crate::config::{Config, ConfigError, RawSettings, DEFAULT_CONFIG_PATH};
-use crate::daemon::{Control, Daemon};
+use crate::daemon::{Control, ControlSender, Daemon};
 use crate::index::{IndexError, StableIndexes};
 use crate::master_addr::MasterAddr;
 use crate::memstat::{SourceChoice, SourceError, Sources};
@@ -361,15 +361,21 @@ pub fn run(mut args: SettingArgs) -> Result<(), StartError> {
             what: "the alarm thread",
             error,
         })?;
+    // Without the time driver, which would cost every wake-up a clock read: the few
+    // sleeps run on the timers' thread (timers.rs).
+    crate::timers::start().map_err(|error| StartError::Start {
+        what: "the timers' thread",
+        error,
+    })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+        .enable_io()
         .build()
         .map_err(|error| StartError::Start {
             what: "the runtime",
             error,
         })?;
+    let (tx, rx) = daemon.control_channel();
     runtime.block_on(async move {
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
         tracing::info!(
             "memstat-agentx {} serving {} to {}",
             env!("CARGO_PKG_VERSION"),
@@ -452,7 +458,7 @@ pub async fn controls(
     mut signals: tokio::sync::mpsc::Receiver<Signal>,
     args: SettingArgs,
     mut current: Config,
-    tx: tokio::sync::mpsc::Sender<Control>,
+    tx: ControlSender,
 ) {
     // What a reload cannot change stays as the daemon started.
     let started = current.clone();

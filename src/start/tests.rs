@@ -137,7 +137,8 @@ async fn controls_for(first: &str, then: &str, signals: &[Signal]) -> Vec<Contro
     let (started, _) = args.load().unwrap();
     settings_file(dir.path(), then);
     let (sig_tx, sig_rx) = mpsc::channel(8);
-    let (tx, mut rx) = mpsc::channel(8);
+    let (tx, mut rx) =
+        crate::daemon::controls::control_channel(crate::doorbell::Doorbell::new(), 8);
     let task = tokio::spawn(controls(sig_rx, args, started, tx));
     let mut got = Vec::new();
     for &s in signals {

@@ -1450,6 +1450,22 @@ proptest! {
         prop_assert_eq!(Pdu::decode(&out), Ok(pdu));
     }
 
+    /// Decoding into the memory of an earlier PDU, whatever it was, gives what decoding
+    /// afresh gives, for a sound frame and for a damaged one.
+    #[test]
+    fn prop_decoding_into_a_spare_is_decoding(
+        pdu in arb_pdu(),
+        spare in arb_pdu(),
+        flip in any::<prop::sample::Index>(),
+    ) {
+        let mut out = Vec::new();
+        pdu.encode(&mut out);
+        prop_assert_eq!(Pdu::decode_reusing(&out, Some(spare.clone())), Ok(pdu));
+        let at = flip.index(out.len());
+        out[at] ^= 0xa5;
+        prop_assert_eq!(Pdu::decode_reusing(&out, Some(spare)), Pdu::decode(&out));
+    }
+
     #[test]
     fn prop_response_writer_matches_encode(
         ids in any::<(u32, u32, u32, u32, u16, u16)>(),
