@@ -127,6 +127,9 @@ struct Row<'a> {
     accurate: bool,
 }
 
+/// What makes a site, borrowed from the input: file, line, module and function.
+type Key<'a> = (&'a [u8], u32, &'a [u8], &'a [u8]);
+
 /// A site's exact sums while rows are added; a sum of 64-bit values cannot overflow an i128
 /// before 2⁶⁴ rows.
 #[derive(Default)]
@@ -183,7 +186,7 @@ pub fn parse(bytes: &[u8], what: &str) -> Result<Allocinfo, SourceError> {
     let most = newlines.min(bytes.len() / 64);
     let mut sites: Vec<Site> = Vec::with_capacity(most);
     let mut sums: Vec<Sums> = Vec::with_capacity(most);
-    let mut index: HashMap<(&[u8], u32, &[u8], &[u8]), usize> = HashMap::with_capacity(most);
+    let mut index: HashMap<Key<'_>, usize> = HashMap::with_capacity(most);
     let mut rows = 0usize;
     let mut lines = lines.enumerate().peekable();
     while let Some((i, line)) = lines.next() {
@@ -354,7 +357,7 @@ fn parse_row<'a>(
         module = next
             .strip_prefix(b"[")
             .and_then(|m| m.strip_suffix(b"]"))
-            .filter(|m| !m.is_empty())
+            .filter(|m| !m.is_empty() && !m.iter().any(|b| b"[]".contains(b)))
             .ok_or_else(|| {
                 bad(
                     "module",

@@ -274,7 +274,7 @@ fn the_trailing_space_is_required_and_a_last_line_needs_no_newline() {
     let start = whole.len() - last.len();
     let mut read = Vec::new();
     for end in start + 1..whole.len() - 1 {
-        match parse(whole[..end].as_bytes(), ALLOCINFO) {
+        match parse(&whole.as_bytes()[..end], ALLOCINFO) {
             Ok(a) => {
                 assert_eq!(a.sites[0].bytes, 4096);
                 read.push((
@@ -371,6 +371,7 @@ fn malformed_rows_name_the_file_line_and_field() {
         ("1 1 mm/a.c:1 [m] ", "function", "missing"),
         ("1 1 mm/a.c:1 [] func:f ", "module", "[module]"),
         ("1 1 mm/a.c:1 [m func:f ", "module", "[module]"),
+        ("1 1 mm/a.c:1 [[m]] func:f ", "module", "[module]"),
         (
             "1 1 mm/a.c:1 func:f accurate:maybe ",
             "accurate",
@@ -451,4 +452,45 @@ fn a_generated_file_of_50000_rows_reads_every_row() {
     assert_eq!(a.sites.len(), distinct.len());
     let total: u64 = a.sites.iter().map(|s| s.rows as u64).sum();
     assert_eq!(total, 50_000);
+}
+
+/// The fuzz seeds and saved inputs (replayed through the fuzz entry point by
+/// tests/fuzz_regressions.rs) read as their names say.
+#[test]
+fn the_saved_fuzz_inputs_read_as_named() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |dir: &str, name: &str| {
+        let bytes = std::fs::read(root.join(dir).join("allocinfo").join(name)).unwrap();
+        parse(&bytes, "saved")
+    };
+    let seeds = "fuzz/seeds";
+    let one = read(seeds, "sample-1.0").unwrap();
+    assert_eq!((one.rows, one.sites.len()), (6, 5));
+    let two = read(seeds, "sample-2.0").unwrap();
+    assert_eq!((two.rows, two.sites.len()), (9, 8));
+    assert_eq!(two.sites.iter().filter(|s| !s.accurate).count(), 4);
+    assert_eq!(read(seeds, "header-only-2.0").unwrap().rows, 0);
+    assert!(matches!(
+        read(seeds, "version-3.0"),
+        Err(SourceError::UnsupportedVersion { .. })
+    ));
+
+    let saved = "tests/data/fuzz-regressions";
+    let x = read(saved, "extreme-counters-summed").unwrap();
+    // 3 × −2⁶³ + 5 × (2⁶³ − 1) bytes; 3 × −1 + 5 × (2⁶³ − 1) calls, past u64::MAX.
+    assert_eq!(
+        (x.sites[0].bytes, x.sites[0].calls, x.sites[0].accurate),
+        (u64::MAX - 4, u64::MAX, false)
+    );
+    assert_eq!((x.sites[1].line, x.sites[1].bytes), (u32::MAX, 0));
+    let e = read(saved, "version-past-u32").unwrap_err().to_string();
+    assert!(e.contains("line 1") && e.contains("field version"), "{e}");
+    let c = read(saved, "cut-after-function").unwrap();
+    assert_eq!((c.sites[0].bytes, c.sites[0].accurate), (10, true));
+    let e = read(saved, "brackets-and-colons").unwrap_err().to_string();
+    assert!(e.contains("line 3") && e.contains("field module"), "{e}");
+    let e = read(saved, "not-utf8-and-no-newline")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 3") && e.contains("cut short"), "{e}");
 }
