@@ -68,11 +68,12 @@ pub const ALLOCINFO: &str = "/proc/allocinfo";
 
 /// The most a read of the file will take in, for the source that will read it (with
 /// `error::reread_capped`'s or `boundedfile::read_capped`'s cap, as the other sources do). A
-/// row is some 100 bytes (21 of figures, a path, a function, a module's name), under 256 for
+/// row is some 100 bytes (22 of figures, a path, a function, a module's name), under 256 for
 /// any site of the kernel tree. The kernel reserves room for 100,000 module tags
-/// (MODULE_ALLOC_TAG_VMAP_SIZE) on top of the core kernel's some tens of thousands, so
-/// 64 MiB holds over twice the most rows a kernel can print at 256 bytes each; past that the
-/// file is not allocinfo, and reading on would only exhaust memory.
+/// (MODULE_ALLOC_TAG_VMAP_SIZE) on top of the core kernel's some tens of thousands, and
+/// 64 MiB holds 262,144 rows of 256 bytes, about twice the most a kernel can print; past
+/// that the file is not allocinfo, and reading on would only exhaust memory. The parser's
+/// own memory is a few times what it reads (a [`Site`] and an index entry per distinct tag).
 pub const MAX_ALLOCINFO_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The format version of line 1, `allocinfo - version: MAJOR.MINOR`.
