@@ -9,15 +9,18 @@
 
 use agentx_proto::pdu::{self, DecodeErrorKind, Header, Pdu, HEADER_LEN, MAX_PAYLOAD};
 use memstat_agentx::config::RawSettings;
-use memstat_agentx::memstat::{arcstats, fixture, linux, malloc, meminfo, uma, MemoryType};
+use memstat_agentx::memstat::{
+    allocinfo, arcstats, fixture, linux, malloc, meminfo, uma, MemoryType,
+};
 use std::path::Path;
 
 /// The targets by name, for the regression test and scripts/fuzz.
-pub const TARGETS: [&str; 8] = [
+pub const TARGETS: [&str; 9] = [
     "agentx_pdu",
     "slabinfo",
     "meminfo",
     "arcstats",
+    "allocinfo",
     "uma_stream",
     "malloc_stream",
     "fixture_json",
@@ -31,6 +34,7 @@ pub fn run(target: &str, data: &[u8]) {
         "slabinfo" => slabinfo(data),
         "meminfo" => meminfo(data),
         "arcstats" => arcstats(data),
+        "allocinfo" => allocinfo(data),
         "uma_stream" => uma_stream(data),
         "malloc_stream" => malloc_stream(data),
         "fixture_json" => fixture_json(data),
@@ -146,6 +150,43 @@ pub fn arcstats(data: &[u8]) {
         Err(e) => {
             let m = e.to_string();
             assert!(m.contains("fuzz-arcstats") && m.contains("line "), "{m}");
+        }
+    }
+}
+
+/// `memstat::allocinfo::parse` on the raw bytes: a version only for a non-empty input, and
+/// of a major version the reader knows; no more rows than lines and no more sites than rows,
+/// every row in exactly one site; every site of a distinct tag, with a file, a function and a
+/// module (or none) without spaces, a module without brackets; errors name the file and a
+/// line.
+pub fn allocinfo(data: &[u8]) {
+    match allocinfo::parse(data, "fuzz-allocinfo") {
+        Ok(a) => {
+            assert_eq!(a.version.is_none(), data.is_empty(), "{:?}", a.version);
+            if let Some(v) = a.version {
+                assert!(allocinfo::MAJORS.contains(&v.major), "{v:?}");
+            }
+            let lines = data.split(|&b| b == b'\n').count();
+            assert!(a.rows <= lines && a.sites.len() <= a.rows);
+            let summed: usize = a.sites.iter().map(|s| s.rows as usize).sum();
+            assert_eq!(summed, a.rows);
+            let mut keys = std::collections::HashSet::new();
+            for s in &a.sites {
+                assert!(s.rows >= 1);
+                assert!(!s.file.is_empty() && !s.function.is_empty(), "{s:?}");
+                for name in [&s.file, &s.module, &s.function] {
+                    assert!(!name.contains([' ', '\n']), "{s:?}");
+                }
+                assert!(!s.module.contains(['[', ']']), "{s:?}");
+                assert!(
+                    keys.insert((&s.file, s.line, &s.module, &s.function)),
+                    "a tag in two sites: {s:?}"
+                );
+            }
+        }
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains("fuzz-allocinfo") && m.contains("line "), "{m}");
         }
     }
 }

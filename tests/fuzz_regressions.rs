@@ -425,6 +425,58 @@ fn fixture_seed() -> Vec<u8> {
     fixture::to_json(&s).into_bytes()
 }
 
+/// /proc/allocinfo in the kernel's format (lib/alloc_tag.c, lib/codetag.c): the header, then
+/// rows of `"%12lli %8llu "`, the tag and a final space.
+fn allocinfo_seeds() -> Vec<(&'static str, String)> {
+    let header = |v: &str| format!("allocinfo - version: {v}\n#     <size>  <calls> <tag info>\n");
+    let row = |bytes: i64, calls: u64, tag: &str| format!("{bytes:12} {calls:8} {tag} \n");
+    let rows = [
+        row(
+            2_883_584,
+            22_648,
+            "fs/kernfs/dir.c:615 func:__kernfs_new_node",
+        ),
+        row(
+            4_194_304,
+            1_010,
+            "drivers/staging/ctagmod/ctagmod.c:20 [ctagmod] func:ctagmod_start",
+        ),
+        row(
+            0,
+            0,
+            "arch/x86/kernel/kdebugfs.c:105 func:create_setup_data_nodes",
+        ),
+        row(-4096, 1, "mm/compaction.c:1800 func:compaction_alloc"),
+        row(8192, 2, "include/linux/inlined.h:12 func:helper"),
+        row(4096, 1, "include/linux/inlined.h:12 func:helper"),
+    ]
+    .concat();
+    let v2 = [
+        row(
+            0,
+            0,
+            "arch/x86/kernel/alternative.c:127 func:__its_alloc accurate:no",
+        ),
+        row(
+            49_152,
+            48,
+            "arch/x86/kernel/cpu/mce/core.c:2709 func:mce_device_create accurate:no",
+        ),
+        row(
+            8192,
+            2,
+            "net/netfilter/x.c:9 [nf_tables] func:nft_alloc accurate:no",
+        ),
+    ]
+    .concat();
+    vec![
+        ("sample-1.0", header("1.0") + &rows),
+        ("sample-2.0", header("2.0") + &rows + &v2),
+        ("header-only-2.0", header("2.0")),
+        ("version-3.0", header("3.0") + &rows),
+    ]
+}
+
 /// Writes fuzz/seeds/<target>/*. Run by hand after a format change:
 /// `cargo test --test fuzz_regressions -- --ignored write_seeds`.
 #[test]
@@ -470,6 +522,9 @@ hits                            4    1234567\n\
 size                            4    2147483648\n\
 arc_raw_size                    3    -1\n";
     put("arcstats", "sample", arc.as_bytes());
+    for (name, text) in allocinfo_seeds() {
+        put("allocinfo", name, text.as_bytes());
+    }
 
     let data = repo().join("tests/data/freebsd");
     put(

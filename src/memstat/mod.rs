@@ -8,6 +8,7 @@
 //! A figure a source does not provide is `None`, never a made-up zero: the MIB turns `None`
 //! into an absent cell (noSuchInstance on Get, skipped by GetNext).
 
+pub mod allocinfo;
 pub mod arcstats;
 pub(crate) mod display;
 pub(crate) mod error;

@@ -1,0 +1,434 @@
+//! Linux memory allocation profiling, from /proc/allocinfo: for every allocation call site of
+//! the kernel and its modules, the bytes it holds now and its number of live allocations.
+//! This module is the parser only (issue 28, part 1); no source reads it yet.
+//!
+//! # The format
+//!
+//! Read from the kernel's source, torvalds/linux:
+//! - lib/alloc_tag.c at d5aa943f68f1a06ea30b35333e662bc9fb856314 (format 1.0):
+//!   `print_allocinfo_header` writes `allocinfo - version: 1.0` and the column line
+//!   `#     <size>  <calls> <tag info>`; `alloc_tag_to_text` writes each row as
+//!   `"%12lli %8llu "` (bytes, signed; calls, unsigned), the tag, a space, and the newline;
+//! - lib/codetag.c at 0db6f8d7820a4b788565dac8eed52bfc2c3216da: `codetag_to_text` writes the
+//!   tag as `file:line [module] func:function` for a loadable module's site and as
+//!   `file:line func:function` for the core kernel's (`line` is `%u`);
+//! - commit 39d117e04d15, "alloc_tag: mark inaccurate allocation counters in /proc/allocinfo
+//!   output" (linux-mm, September 2025, read as posted with its follow-up documentation
+//!   patch): version 2.0, which appends ` accurate:no` after the tag when a slab allocation
+//!   could not be counted; Documentation/filesystems/proc.rst then says that from 2.0 a row
+//!   "may contain additional <key>:<value> pairs", and that for `accurate:no` the absolute
+//!   values are wrong but their deltas are right;
+//! - Documentation/mm/allocation-profiling.rst at 18fbf5151d2c0bfe433c7428eef03cabf5fdb2fa:
+//!   the switches, and an example of the output.
+//!
+//! The header is printed with the first row (`allocinfo_show`), so a kernel with no tags at
+//! all would give an empty file: an empty input is read as no sites, of no version.
+//!
+//! # What this reader does
+//!
+//! - **Versions.** Any 1.x and 2.x is read; another major version is refused
+//!   ([`SourceError::UnsupportedVersion`], naming the file and line 1), since a new major is
+//!   how the kernel says its rows changed. In 1.x nothing may follow the function; in 2.x
+//!   every word after it must be a `key:value` pair: `accurate:no` (and `accurate:yes`) is
+//!   read, a key this reader does not know is passed over, as the kernel's documentation
+//!   allows.
+//! - **Repeated tags are summed.** The key `file:line [module] func` is a multiset: an
+//!   inlined helper that allocates puts one tag in every unit it is inlined into, all printed
+//!   with the same file, line and function (LKML, May 2025, "Data key in /proc/allocinfo is a
+//!   multiset"). Such rows are one call site: their bytes and calls are added up into one
+//!   [`Site`], which keeps how many rows it came from. [`Allocinfo::rows`] counts the rows
+//!   read and `sites.len()` the distinct sites; sites are in the order of their first row.
+//! - **Negative counters.** Bytes are signed in the file and have been seen negative (after
+//!   compaction and `drop_caches`); calls are unsigned, so a count below zero shows as a
+//!   number past 2⁶³. Both are read as the kernel's signed 64-bit counters (calls past 2⁶³
+//!   are a count that went below zero, wrapped) and summed exactly over a site's rows. A site
+//!   whose sum is negative holds 0 in that figure, and a site with any negative row, any
+//!   `accurate:no` row, or a negative sum is not accurate ([`Site::accurate`] false): its
+//!   figures are served, but marked as not to be trusted.
+//! - **The end of a row.** The kernel ends every row with a space before the newline, and the
+//!   reader requires it: it is the only sign that a row is whole. As in the other file
+//!   parsers (meminfo, arcstats, slabinfo), the last line needs no newline and is read like
+//!   any other, so a row cut only of its newline is read, and a row cut anywhere before its
+//!   final space is refused as cut short, naming its line. One cut cannot be told from a
+//!   whole row: a 2.x row cut just after the space that follows its function reads as the
+//!   row without its pairs (`accurate:no` lost). The kernel's own file always ends with a
+//!   newline (a read takes it whole), so only a replayed copy can be cut. Empty lines are
+//!   passed over.
+//! - **Errors** name the file, the line and the field ([`SourceError::Malformed`]); names
+//!   (file, module, function) must be UTF-8.
+//! - **Bounded.** The parser allocates in proportion to its input only: one [`Site`] per
+//!   distinct tag and an index of them. The future source reads at most
+//!   [`MAX_ALLOCINFO_BYTES`].
+
+use super::SourceError;
+use std::collections::HashMap;
+
+/// Where the kernel serves it (mode 0400: root only).
+pub const ALLOCINFO: &str = "/proc/allocinfo";
+
+/// The most a read of the file will take in, for the source that will read it (with
+/// `error::reread_capped`'s or `boundedfile::read_capped`'s cap, as the other sources do). A
+/// row is some 100 bytes (22 of figures, a path, a function, a module's name), under 256 for
+/// any site of the kernel tree. The kernel reserves room for 100,000 module tags
+/// (MODULE_ALLOC_TAG_VMAP_SIZE) on top of the core kernel's some tens of thousands, and
+/// 64 MiB holds 262,144 rows of 256 bytes, about twice the most a kernel can print; past
+/// that the file is not allocinfo, and reading on would only exhaust memory. The parser's
+/// own memory is a few times what it reads (a [`Site`] and an index entry per distinct tag).
+pub const MAX_ALLOCINFO_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The format version of line 1, `allocinfo - version: MAJOR.MINOR`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// The major versions this reader knows.
+pub const MAJORS: [u32; 2] = [1, 2];
+
+/// One allocation call site: every row of the file with its file, line, module and function,
+/// summed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The source file, as the kernel's build named it (`mm/slub.c`).
+    pub file: String,
+    pub line: u32,
+    /// The loadable module the site is in; empty for the core kernel.
+    pub module: String,
+    pub function: String,
+    /// The bytes its live allocations hold: the sum of its rows, 0 when that is negative.
+    pub bytes: u64,
+    /// Its live allocations (a level, not a counter): the sum of its rows, 0 when negative.
+    pub calls: u64,
+    /// False when a row said `accurate:no` or had a negative counter, or a sum was negative.
+    pub accurate: bool,
+    /// How many rows of the file were summed into it (more than 1 for an inlined helper).
+    pub rows: u32,
+}
+
+/// A parsed /proc/allocinfo.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocinfo {
+    /// None for an empty file (a kernel without tags prints nothing, not even the header).
+    pub version: Option<Version>,
+    /// The rows read, repeated tags included.
+    pub rows: usize,
+    /// The distinct sites, in the order of their first row.
+    pub sites: Vec<Site>,
+}
+
+/// A row as read, borrowing its names from the input.
+struct Row<'a> {
+    bytes: i64,
+    calls: i64,
+    file: &'a [u8],
+    line: u32,
+    module: &'a [u8],
+    function: &'a [u8],
+    accurate: bool,
+}
+
+/// What makes a site, borrowed from the input: file, line, module and function.
+type Key<'a> = (&'a [u8], u32, &'a [u8], &'a [u8]);
+
+/// A site's exact sums while rows are added; a sum of 64-bit values cannot overflow an i128
+/// before 2⁶⁴ rows.
+#[derive(Default)]
+struct Sums {
+    bytes: i128,
+    calls: i128,
+}
+
+/// Builds the error for `field` at line `line` of `what`.
+fn malformed(what: &str, line: usize, field: &str, message: String) -> SourceError {
+    SourceError::Malformed {
+        what: what.into(),
+        location: format!("line {line}"),
+        field: field.into(),
+        message,
+    }
+}
+
+fn shown(b: &[u8]) -> String {
+    format!("{:?}", String::from_utf8_lossy(b))
+}
+
+/// Parses /proc/allocinfo text (see the module's documentation). `what` names the file in
+/// errors, which give the line and field.
+pub fn parse(bytes: &[u8], what: &str) -> Result<Allocinfo, SourceError> {
+    if bytes.is_empty() {
+        return Ok(Allocinfo {
+            version: None,
+            rows: 0,
+            sites: Vec::new(),
+        });
+    }
+    let mut lines = bytes.split(|&b| b == b'\n');
+    let version = parse_version(lines.next().unwrap_or_default(), what)?;
+    match lines.next() {
+        Some(l) if l.first() == Some(&b'#') => {}
+        found => {
+            return Err(malformed(
+                what,
+                2,
+                "header",
+                format!(
+                    "expected the column line `#     <size>  <calls> <tag info>`, found {}",
+                    found.map_or_else(|| "the end of the file".into(), shown)
+                ),
+            ))
+        }
+    }
+    // Sized from the input, without trusting it: a kernel's row is rarely under 64 bytes
+    // (22 of figures, then a path and a function), so a file of short lines reserves no
+    // more than a few times its own size, and the tables grow past that only with the
+    // sites really read.
+    let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+    let most = newlines.min(bytes.len() / 64);
+    let mut sites: Vec<Site> = Vec::with_capacity(most);
+    let mut sums: Vec<Sums> = Vec::with_capacity(most);
+    let mut index: HashMap<Key<'_>, usize> = HashMap::with_capacity(most);
+    let mut rows = 0usize;
+    let mut lines = lines.enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        if line.is_empty() {
+            continue;
+        }
+        let lineno = i + 3;
+        // Only the last piece can lack its newline.
+        let unended = lines.peek().is_none();
+        let row = parse_row(line, lineno, version.major, unended, what)?;
+        rows += 1;
+        let key = (row.file, row.line, row.module, row.function);
+        let at = match index.get(&key) {
+            Some(&at) => at,
+            None => {
+                let text = |field: &str, b: &[u8]| {
+                    std::str::from_utf8(b).map(str::to_owned).map_err(|_| {
+                        malformed(what, lineno, field, format!("not UTF-8: {}", shown(b)))
+                    })
+                };
+                sites.push(Site {
+                    file: text("file", row.file)?,
+                    line: row.line,
+                    module: text("module", row.module)?,
+                    function: text("function", row.function)?,
+                    bytes: 0,
+                    calls: 0,
+                    accurate: true,
+                    rows: 0,
+                });
+                sums.push(Sums::default());
+                index.insert(key, sites.len() - 1);
+                sites.len() - 1
+            }
+        };
+        let (site, sum) = (&mut sites[at], &mut sums[at]);
+        sum.bytes += i128::from(row.bytes);
+        sum.calls += i128::from(row.calls);
+        site.accurate &= row.accurate && row.bytes >= 0 && row.calls >= 0;
+        site.rows = site.rows.saturating_add(1);
+    }
+    for (site, sum) in sites.iter_mut().zip(&sums) {
+        site.accurate &= sum.bytes >= 0 && sum.calls >= 0;
+        site.bytes = clamp(sum.bytes);
+        site.calls = clamp(sum.calls);
+    }
+    Ok(Allocinfo {
+        version: Some(version),
+        rows,
+        sites,
+    })
+}
+
+/// A sum as a level: 0 below zero, `u64::MAX` above it.
+fn clamp(v: i128) -> u64 {
+    u64::try_from(v.max(0)).unwrap_or(u64::MAX)
+}
+
+/// Line 1, `allocinfo - version: MAJOR.MINOR`, of a major version this reader knows.
+fn parse_version(line: &[u8], what: &str) -> Result<Version, SourceError> {
+    let bad = || {
+        malformed(
+            what,
+            1,
+            "version",
+            format!("expected `allocinfo - version: X.Y`, found {}", shown(line)),
+        )
+    };
+    let number = |b: &[u8]| -> Option<u32> {
+        if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(b).ok()?.parse().ok()
+    };
+    let v = line
+        .strip_prefix(b"allocinfo - version:")
+        .ok_or_else(bad)?
+        .trim_ascii();
+    let dot = v.iter().position(|&b| b == b'.').ok_or_else(bad)?;
+    let (major, minor) = (
+        number(&v[..dot]).ok_or_else(bad)?,
+        number(&v[dot + 1..]).ok_or_else(bad)?,
+    );
+    if !MAJORS.contains(&major) {
+        return Err(SourceError::UnsupportedVersion {
+            what: what.into(),
+            found: format!(
+                "{major}.{minor} (line 1; this reader knows allocinfo versions 1.x and 2.x)"
+            ),
+        });
+    }
+    Ok(Version { major, minor })
+}
+
+/// One row: `%12lli %8llu `, the tag, in 2.x `key:value` pairs, and the final space.
+/// `unended` says the line is the file's last and has no newline: if it does not end with the
+/// row's final space either, the file was cut in its middle, and that is the error given,
+/// whatever the field it was cut in.
+fn parse_row<'a>(
+    line: &'a [u8],
+    lineno: usize,
+    major: u32,
+    unended: bool,
+    what: &str,
+) -> Result<Row<'a>, SourceError> {
+    let bad = |field: &str, message: String| malformed(what, lineno, field, message);
+    let ended = line.last() == Some(&b' ');
+    if unended && !ended {
+        return Err(bad(
+            "end of row",
+            "the file ends in the middle of this row (no newline, and not the space the kernel ends every row with): it was cut short".into(),
+        ));
+    }
+    let mut words = line.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    let bytes = words.next().ok_or_else(|| bad("bytes", "missing".into()))?;
+    let bytes: i64 = std::str::from_utf8(bytes)
+        .ok()
+        .filter(|s| !s.starts_with('+'))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            bad(
+                "bytes",
+                format!("not a signed 64-bit number: {}", shown(bytes)),
+            )
+        })?;
+    let calls = words.next().ok_or_else(|| bad("calls", "missing".into()))?;
+    let calls: u64 = std::str::from_utf8(calls)
+        .ok()
+        .filter(|s| !s.starts_with('+'))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            bad(
+                "calls",
+                format!("not an unsigned 64-bit number: {}", shown(calls)),
+            )
+        })?;
+    // The kernel's counter is a u64 printed with %llu: past 2⁶³ it went below zero.
+    let calls = calls as i64;
+    let place = words
+        .next()
+        .ok_or_else(|| bad("file:line", "missing the tag".into()))?;
+    let colon = place
+        .iter()
+        .rposition(|&b| b == b':')
+        .filter(|&c| c > 0)
+        .ok_or_else(|| {
+            bad(
+                "file:line",
+                format!("expected `file:line`, found {}", shown(place)),
+            )
+        })?;
+    let (file, digits) = (&place[..colon], &place[colon + 1..]);
+    let line_no: u32 = std::str::from_utf8(digits)
+        .ok()
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            bad(
+                "file:line",
+                format!("the line is not a number: {}", shown(place)),
+            )
+        })?;
+    let mut next = words
+        .next()
+        .ok_or_else(|| bad("function", "missing `func:NAME`".into()))?;
+    let mut module: &[u8] = b"";
+    if next.first() == Some(&b'[') {
+        module = next
+            .strip_prefix(b"[")
+            .and_then(|m| m.strip_suffix(b"]"))
+            .filter(|m| !m.is_empty() && !m.iter().any(|b| b"[]".contains(b)))
+            .ok_or_else(|| {
+                bad(
+                    "module",
+                    format!("expected `[module]`, found {}", shown(next)),
+                )
+            })?;
+        next = words
+            .next()
+            .ok_or_else(|| bad("function", "missing `func:NAME`".into()))?;
+    }
+    let function = next
+        .strip_prefix(b"func:")
+        .filter(|f| !f.is_empty())
+        .ok_or_else(|| {
+            bad(
+                "function",
+                format!("expected `func:NAME`, found {}", shown(next)),
+            )
+        })?;
+    let mut accurate = true;
+    for pair in words {
+        if major < 2 {
+            return Err(bad(
+                "tag",
+                format!(
+                    "unexpected {} after the function (only version 2.0 and later add `key:value` pairs)",
+                    shown(pair)
+                ),
+            ));
+        }
+        let colon = pair
+            .iter()
+            .position(|&b| b == b':')
+            .filter(|&c| c > 0)
+            .ok_or_else(|| {
+                bad(
+                    "tag",
+                    format!("expected `key:value`, found {}", shown(pair)),
+                )
+            })?;
+        match (&pair[..colon], &pair[colon + 1..]) {
+            (b"accurate", b"no") => accurate = false,
+            (b"accurate", b"yes") => {}
+            (b"accurate", other) => {
+                return Err(bad(
+                    "accurate",
+                    format!("expected `no` or `yes`, found {}", shown(other)),
+                ))
+            }
+            // A pair a later 2.x kernel adds: not this reader's to judge.
+            _ => {}
+        }
+    }
+    if !ended {
+        return Err(bad(
+            "end of row",
+            "no space before the newline, where the kernel ends every row with one".into(),
+        ));
+    }
+    Ok(Row {
+        bytes,
+        calls,
+        file,
+        line: line_no,
+        module,
+        function,
+        accurate,
+    })
+}
+
+#[cfg(test)]
+#[path = "allocinfo_tests.rs"]
+mod tests;
