@@ -1,6 +1,6 @@
 //! memKernelTable through the real snmpd: the live /proc/meminfo against the served rows
-//! (read before and after the walk, every served row lies between the two readings), the
-//! fields this kernel lacks absent, and the tree's parent sums.
+//! (read over and over from before the walk to after it, every served row lies within what
+//! the file held meanwhile), the fields this kernel lacks absent, and the tree's parent sums.
 
 mod common;
 
@@ -30,6 +30,48 @@ fn live_meminfo() -> BTreeMap<String, u64> {
     meminfo::parse(&text, meminfo::MEMINFO).expect("the live file parses")
 }
 
+/// Per field, the least and the most /proc/meminfo held while it was watched.
+type Ranges = BTreeMap<String, (u64, u64)>;
+
+/// Reads /proc/meminfo over and over on a thread until the watch is stopped. Reading it only
+/// before and after a walk is not enough: the walk's own client (snmpbulkwalk) is a process,
+/// whose kernel stack (VmallocUsed and KernelStack) and page tables exist only while it runs,
+/// and the daemon reads the file during the walk. So do other tests' processes, coming and
+/// going. The served value must be one the file held meanwhile.
+struct MeminfoWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Ranges>,
+}
+
+impl MeminfoWatch {
+    fn start() -> MeminfoWatch {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut ranges = Ranges::new();
+            loop {
+                // Checked before the read, so that the last read comes after the stop.
+                let last = stopped.load(std::sync::atomic::Ordering::Acquire);
+                for (k, v) in live_meminfo() {
+                    let r = ranges.entry(k).or_insert((v, v));
+                    r.0 = r.0.min(v);
+                    r.1 = r.1.max(v);
+                }
+                if last {
+                    return ranges;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        });
+        MeminfoWatch { stop, thread }
+    }
+
+    fn stop(self) -> Ranges {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.join().expect("the watch ran")
+    }
+}
+
 #[test]
 #[cfg_attr(not(target_os = "linux"), ignore = "needs Linux's /proc/meminfo")]
 fn the_served_rows_are_the_live_meminfo_and_add_up() {
@@ -49,46 +91,30 @@ fn the_served_rows_are_the_live_meminfo_and_add_up() {
             "0.5",
         ],
     );
-    let before = live_meminfo();
-    // Until the snapshot is older than max-age (memSnapshotAge, in ms): then the walk's
-    // first request reads the file again, after `before`, and the walk is answered from
-    // that one read.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let age = get(snmpd.port, &[SNAPSHOT_AGE]);
-        if age[0].value.parse::<u64>().is_ok_and(|ms| ms > 500) {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "memSnapshotAge never passed 500 ms: {age:?}\n{}",
-            daemon.log_text()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let watch = MeminfoWatch::start();
+    // Until a refresh is due (memSnapshotAge past max-age and the in-progress window): then
+    // the walk's first request reads the file again, while it is watched, and the walk is
+    // answered from that one read.
+    wait_refresh_due(snmpd.port, std::time::Duration::from_millis(500), &daemon);
     let rows = walk_kernel_table(snmpd.port);
-    let after = live_meminfo();
+    let held = watch.stop();
     let kinds: Vec<_> = SOURCES.iter().flat_map(|d| d.kinds.iter()).collect();
     for k in &kinds {
-        let (b, a) = (before.get(k.figure), after.get(k.figure));
+        let range = held.get(k.figure);
         let Some(row) = rows.get(&k.index) else {
             assert!(
-                b.is_none() && a.is_none(),
+                range.is_none(),
                 "{} ({}) is in the file but not served",
                 k.name,
                 k.figure
             );
             continue;
         };
-        let (b, a) = (
-            *b.expect("served, so in the file"),
-            *a.expect("in the file"),
-        );
+        let (lo, hi) = *range.expect("served, so in the file");
         let bytes: u64 = row[&3].parse().unwrap();
-        let (lo, hi) = (b.min(a), b.max(a));
         assert!(
             (lo..=hi).contains(&bytes),
-            "{}: served {bytes}, the file read {b} then {a}",
+            "{}: served {bytes}, the file held {lo} to {hi} meanwhile",
             k.name
         );
         assert_eq!(row[&2], k.name, "memKernelName");
@@ -120,7 +146,7 @@ fn the_served_rows_are_the_live_meminfo_and_add_up() {
             .find(|k| k.index == *index)
             .expect("a known kind");
         assert!(
-            before.contains_key(k.figure),
+            held.contains_key(k.figure),
             "{} served, not in the file",
             k.name
         );
