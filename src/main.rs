@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use memstat_agentx::memstat::{source, Snapshot, SourceChoice, Sources};
 use memstat_agentx::report::{self, Format};
 use memstat_agentx::start::{self, SettingArgs};
+use memstat_agentx::vmstat::{self, Release};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -23,7 +24,8 @@ struct Cli {
 enum FormatArg {
     Table,
     Json,
-    /// Exactly what FreeBSD's vmstat -m -z prints to a pipe (UMA and malloc only).
+    /// Exactly what FreeBSD's vmstat -m -z prints to a pipe (UMA and malloc only), in the
+    /// layout of --vmstat-release.
     Vmstat,
 }
 
@@ -40,6 +42,10 @@ enum Command {
         source: String,
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
+        /// With --format vmstat: the FreeBSD release whose vmstat layout to print, 13, 14 or
+        /// 15 (default: this host's release on FreeBSD, else 15)
+        #[arg(long, value_name = "RELEASE", value_parser = parse_release)]
+        vmstat_release: Option<Release>,
     },
     /// Give run's verdict on the settings, without starting anything, and print them.
     #[command(after_help = source::help_text())]
@@ -56,7 +62,28 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Dump { source, format } => dump(&source, format),
+        Command::Dump {
+            source,
+            format,
+            vmstat_release,
+        } => {
+            let format = match (format, vmstat_release) {
+                (FormatArg::Table, None) => Format::Table,
+                (FormatArg::Json, None) => Format::Json,
+                (FormatArg::Vmstat, r) => Format::Vmstat(r.unwrap_or_else(vmstat::host_release)),
+                (_, Some(_)) => {
+                    use clap::CommandFactory;
+                    Cli::command()
+                        .error(
+                            clap::error::ErrorKind::ArgumentConflict,
+                            "--vmstat-release chooses the layout of --format vmstat; \
+                             it does not apply to --format table or json",
+                        )
+                        .exit()
+                }
+            };
+            dump(&source, format)
+        }
         Command::CheckConfig { settings, run_as } => {
             match start::check_config(&settings, run_as.as_deref()) {
                 Ok(checked) => {
@@ -82,7 +109,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn dump(source: &str, format: FormatArg) -> ExitCode {
+/// `--vmstat-release`: 13, 14 or 15.
+fn parse_release(s: &str) -> Result<Release, String> {
+    s.parse()
+}
+
+fn dump(source: &str, format: Format) -> ExitCode {
     let result = source
         .parse::<SourceChoice>()
         .and_then(|k| Sources::open(&k))
@@ -93,20 +125,13 @@ fn dump(source: &str, format: FormatArg) -> ExitCode {
             Ok(snap)
         });
     match result {
-        Ok(snap) => {
-            let f = match format {
-                FormatArg::Table => Format::Table,
-                FormatArg::Json => Format::Json,
-                FormatArg::Vmstat => Format::Vmstat,
-            };
-            match report::render(&snap, f) {
-                Ok(text) => print_out(&text),
-                Err(e) => {
-                    print_err(&e.to_string());
-                    ExitCode::FAILURE
-                }
+        Ok(snap) => match report::render(&snap, format) {
+            Ok(text) => print_out(&text),
+            Err(e) => {
+                print_err(&e.to_string());
+                ExitCode::FAILURE
             }
-        }
+        },
         Err(e) => {
             print_err(&e.to_string());
             ExitCode::FAILURE

@@ -8,7 +8,7 @@
 use crate::memstat::display::opt;
 use crate::memstat::source::{FigureGroup, FigureObject, KernelKind, Role, SOURCES};
 use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot};
-use crate::vmstat::{self, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
+use crate::vmstat::{self, Release, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
 use std::fmt::Write as _;
 
 /// Output formats of `dump`.
@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 pub enum Format {
     Table,
     Json,
-    /// What `vmstat -m -z` prints to a pipe; refused for slab rows.
-    Vmstat,
+    /// What `vmstat -m -z` of this FreeBSD release prints to a pipe; refused for slab rows.
+    Vmstat(Release),
 }
 
 pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
@@ -28,11 +28,15 @@ pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
             Ok(j)
         }
         Format::Table => Ok(table(s)),
-        Format::Vmstat => {
+        Format::Vmstat(release) => {
             // The size masks index the running kernel's malloc zone table: read it when the
-            // snapshot is the running kernel's, else use FreeBSD 15.0's.
+            // snapshot is the running kernel's, else use FreeBSD's (the same in 13 to 15.0).
             let live = sysctl::live_malloc_zone_sizes(s);
-            vmstat::render(s, live.as_deref().unwrap_or(&FREEBSD_MALLOC_ZONE_SIZES))
+            vmstat::render(
+                s,
+                live.as_deref().unwrap_or(&FREEBSD_MALLOC_ZONE_SIZES),
+                release,
+            )
         }
     }
 }

@@ -8,13 +8,21 @@ use std::fmt::Write;
 /// backslash as `\\`, so that the escaping is unambiguous: a control character in a name
 /// (ESC starts a terminal escape sequence) would act on the terminal that shows it.
 pub(crate) fn escape_controls(s: &str) -> String {
-    if !s.chars().any(|c| c.is_control() || c == '\\') {
+    escape(s, true)
+}
+
+/// `s` with control characters escaped `\x1b` style, and backslashes doubled if `backslash`.
+fn escape(s: &str, backslash: bool) -> String {
+    if !s
+        .chars()
+        .any(|c| c.is_control() || (backslash && c == '\\'))
+    {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
-            '\\' => out.push_str("\\\\"),
+            '\\' if backslash => out.push_str("\\\\"),
             c if c.is_control() => {
                 let _ = write!(out, "\\x{:02x}", u32::from(c));
             }
@@ -22,6 +30,67 @@ pub(crate) fn escape_controls(s: &str) -> String {
         }
     }
     out
+}
+
+/// libmemstat's `MEMTYPE_MAXNAME`: `mt_name` is a `char[32]`, filled with `strlcpy`, so a
+/// name keeps at most 31 bytes.
+const MEMTYPE_MAXNAME: usize = 32;
+
+/// A name as `vmstat -m` and `-z` print it: libmemstat's copy of it, at most 31 bytes (a
+/// longer name, such as a kernel's 32-byte name without a NUL, loses its end; a character
+/// that would be cut in two is dropped whole), with control characters escaped `\x1b` style
+/// (vmstat would send them to the terminal) and backslashes as they are (vmstat prints them
+/// so).
+pub(crate) fn vmstat_name(name: &str) -> String {
+    let mut end = name.len().min(MEMTYPE_MAXNAME - 1);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    escape(&name[..end], false)
+}
+
+/// The terminal columns of `s` as libxo counts them when it pads a field (`xo_wcwidth`, from
+/// Markus Kuhn's wcwidth): two for East Asian wide and full-width characters, one for
+/// every other character. libxo counts combining and other zero-width characters as 0
+/// columns; they count 1 here (documented in memstat-agentx(8)).
+pub(crate) fn columns(s: &str) -> usize {
+    s.chars().map(char_columns).sum()
+}
+
+/// 2 for a character in the East Asian wide ranges libxo's `xo_wcwidth` lists, else 1.
+fn char_columns(c: char) -> usize {
+    let wide = matches!(
+        u32::from(c),
+        0x1100..=0x115f // Hangul Jamo leading consonants
+            | 0x2329..=0x232a // angle brackets
+            | 0x2e80..=0x303e // CJK radicals .. CJK symbols (not U+303F)
+            | 0x3040..=0xa4cf // kana .. Yi
+            | 0xac00..=0xd7a3 // Hangul syllables
+            | 0xf900..=0xfaff // CJK compatibility ideographs
+            | 0xfe10..=0xfe19 // vertical forms
+            | 0xfe30..=0xfe6f // CJK compatibility forms
+            | 0xff00..=0xff60 // full-width forms
+            | 0xffe0..=0xffe6 // full-width signs
+            | 0x20000..=0x2fffd // CJK extension planes
+            | 0x30000..=0x3fffd
+    );
+    if wide {
+        2
+    } else {
+        1
+    }
+}
+
+/// `s` right-aligned in `width` columns (C's `%*s` as libxo pads it, by [`columns`]).
+pub(crate) fn pad_left(s: &str, width: usize) -> String {
+    let pad = width.saturating_sub(columns(s));
+    format!("{:pad$}{s}", "")
+}
+
+/// `s` left-aligned in `width` columns (C's `%-*s` as libxo pads it, by [`columns`]).
+pub(crate) fn pad_right(s: &str, width: usize) -> String {
+    let pad = width.saturating_sub(columns(s));
+    format!("{s}{:pad$}", "")
 }
 
 /// A figure as the tables print it: an absent one is `-`, never 0.

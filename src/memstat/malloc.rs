@@ -11,10 +11,10 @@
 //! are computed modulo 2^64 too, then clamped to zero where a lock-free read shows more freed
 //! than allocated ([`level_between`]).
 
-use super::display::{display_name, escape_controls, opt};
+use super::display::{display_name, opt, pad_left, vmstat_name};
 use super::stream::{self, array_at, u64_at, Names};
-use super::AllocatorDef;
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
+use super::{AllocatorDef, VmstatRelease};
 use std::fmt::Write as _;
 
 /// The sysctl this stream is read from; also the `what` of its errors.
@@ -161,25 +161,59 @@ fn malloc_figures(t: &MemoryType) -> (u64, u64, u64) {
     (allocs, count, bytes)
 }
 
-/// `vmstat -m`: `{T:/%16s} {T:/%4s} {T:/%5s} {T:/%3s} {T:Size(s)}` over `Type Use Memory Req`,
-/// then per type `%16s`, in-use, bytes and requests each padded on the left to 4, 5 and 4
-/// columns, a blank, and the sizes of the zones in the type's size mask, comma-separated.
-fn vmstat_table(out: &mut String, rows: &[&MemoryType], zone_sizes: &[u32]) {
-    let _ = writeln!(
-        out,
-        "{:>16} {:>4} {:>5} {:>3} Size(s)",
-        "Type", "Use", "Memory", "Req"
-    );
+/// `vmstat -m`, in the layout of `release` (`domemstat_malloc` in usr.bin/vmstat/vmstat.c; see
+/// [`crate::vmstat`] for the copies read):
+///
+/// - 15.0: the header `{T:/%16s} {T:/%4s} {T:/%5s} {T:/%3s} {T:Size(s)}` over `Type Use Memory
+///   Req`, then per type the name as `%16s`, in-use, bytes and requests each padded on the
+///   left to 4, 5 and 4 columns (libxo anchors `{[:N}..{]:}`; to a pipe vmstat does not
+///   humanize them), a blank, and the sizes;
+/// - 13 and 14: the header `{T:/%13s} {T:/%5s} {T:/%6s} {T:/%8s}  {T:Size(s)}` over `Type InUse
+///   MemUse Requests`, then per type `%13s %5ju %5juK %8ju` (memory in KiB, `(bytes + 1023) /
+///   1024` in `uintmax_t`, so it wraps as C's does), two blanks, and the sizes.
+///
+/// The sizes are those of the zones in the type's size mask, comma-separated. libxo pads the
+/// name by display columns.
+fn vmstat_table(
+    out: &mut String,
+    rows: &[&MemoryType],
+    zone_sizes: &[u32],
+    release: VmstatRelease,
+) {
+    let old = release < VmstatRelease::V15;
+    let _ = if old {
+        writeln!(
+            out,
+            "{:>13} {:>5} {:>6} {:>8}  Size(s)",
+            "Type", "InUse", "MemUse", "Requests"
+        )
+    } else {
+        writeln!(
+            out,
+            "{:>16} {:>4} {:>5} {:>3} Size(s)",
+            "Type", "Use", "Memory", "Req"
+        )
+    };
     for t in rows {
         let (allocs, count, bytes) = malloc_figures(t);
         if allocs == 0 && count == 0 {
             continue;
         }
-        let _ = write!(
-            out,
-            "{:>16} {count:>4} {bytes:>5} {allocs:>4} ",
-            escape_controls(&t.name)
-        );
+        let name = vmstat_name(&t.name);
+        let _ = if old {
+            let kib = bytes.wrapping_add(1023) / 1024;
+            write!(
+                out,
+                "{} {count:>5} {kib:>5}K {allocs:>8}  ",
+                pad_left(&name, 13)
+            )
+        } else {
+            write!(
+                out,
+                "{} {count:>4} {bytes:>5} {allocs:>4} ",
+                pad_left(&name, 16)
+            )
+        };
         let mask = t.size_mask.unwrap_or(0);
         let mut first = true;
         // memstat_malloc_zone_used tests bit n of the mask for each n below

@@ -58,9 +58,72 @@ pub struct AllocatorDef {
     pub vmstat_table: Option<VmstatTable>,
 }
 
-/// An allocator's section of `dump --format vmstat`: the rows, in libmemstat's order, and the
-/// malloc zone sizes.
-pub type VmstatTable = fn(&mut String, &[&MemoryType], &[u32]);
+/// An allocator's section of `dump --format vmstat`: the rows, in libmemstat's order, the
+/// malloc zone sizes, and the FreeBSD release whose vmstat layout to print.
+pub type VmstatTable = fn(&mut String, &[&MemoryType], &[u32], VmstatRelease);
+
+/// The FreeBSD release whose `vmstat -m -z` layout `dump --format vmstat` prints: the layouts
+/// changed twice (see [`crate::vmstat`] for the copies of vmstat.c each one was read from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VmstatRelease {
+    /// FreeBSD 13: `-m` as `Type InUse MemUse Requests  Size(s)` (memory in KiB, rounded up),
+    /// `-z` with the name padded to 20 columns and the header's `FAILSLEEP` run together.
+    V13,
+    /// FreeBSD 14: as 13, with a blank between `FAIL` and `SLEEP` in the `-z` header.
+    V14,
+    /// FreeBSD 15.0: `-m` as `Type Use Memory Req Size(s)` in bytes, `-z` with the size
+    /// right-aligned to column 26 and an `XDOM` column.
+    V15,
+}
+
+impl VmstatRelease {
+    /// Every release, oldest first.
+    pub const ALL: [VmstatRelease; 3] = [Self::V13, Self::V14, Self::V15];
+
+    /// The layout printed off FreeBSD when no release is chosen.
+    pub const DEFAULT: VmstatRelease = Self::V15;
+
+    /// The major release number (13, 14, 15).
+    pub fn number(self) -> u32 {
+        match self {
+            Self::V13 => 13,
+            Self::V14 => 14,
+            Self::V15 => 15,
+        }
+    }
+
+    /// The layout of the release a `kern.osreldate` value (`__FreeBSD_version`, e.g.
+    /// 1402000 for 14.2) belongs to: its major number is the value divided by 100000. A
+    /// release before 13 gets 13's layout (the oldest known here), one after 15 gets 15's.
+    pub fn from_osreldate(osreldate: u32) -> VmstatRelease {
+        match osreldate / 100_000 {
+            ..=13 => Self::V13,
+            14 => Self::V14,
+            _ => Self::V15,
+        }
+    }
+}
+
+impl fmt::Display for VmstatRelease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+impl std::str::FromStr for VmstatRelease {
+    type Err = String;
+
+    /// `13`, `14` or `15`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.number().to_string() == s)
+            .ok_or_else(|| {
+                "must be 13, 14 or 15 (the FreeBSD release whose vmstat layout to print)"
+                    .to_string()
+            })
+    }
+}
 
 impl Allocator {
     /// Every allocator, in the order the tables list them.

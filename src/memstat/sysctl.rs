@@ -419,6 +419,23 @@ pub(crate) fn malloc_zone_sizes() -> Option<Vec<u32>> {
     }
 }
 
+/// The running kernel's `kern.osreldate` (`__FreeBSD_version`, e.g. 1402000 for 14.2), which
+/// chooses the layout of `dump --format vmstat`; `None` off FreeBSD or if it cannot be read.
+pub(crate) fn os_reldate() -> Option<u32> {
+    #[cfg(target_os = "freebsd")]
+    {
+        let mut b = [0u8; 4];
+        let n = sys::sysctl("kern.osreldate", Some(&mut b)).ok()?;
+        (n == b.len())
+            .then(|| i32::from_ne_bytes(b))
+            .and_then(|v| u32::try_from(v).ok())
+    }
+    #[cfg(not(target_os = "freebsd"))]
+    {
+        None
+    }
+}
+
 /// `count` native-endian ints from `vm.malloc.zone_sizes`; `None` if `count` is over
 /// libmemstat's limit of 32, the buffer is short, or a size is negative.
 pub(crate) fn parse_zone_sizes(count: u32, bytes: &[u8]) -> Option<Vec<u32>> {

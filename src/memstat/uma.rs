@@ -15,10 +15,10 @@
 //! ([`level_between`]; libmemstat wraps to a number near 2^64), and the byte limit is computed
 //! in 64 bits (libmemstat multiplies two `uint32_t`s and wraps).
 
-use super::display::{display_name, escape_controls, opt};
+use super::display::{display_name, opt, pad_right, vmstat_name};
 use super::stream::{self, array_at, u32_at, u64_at, Names};
-use super::AllocatorDef;
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
+use super::{AllocatorDef, VmstatRelease};
 use std::fmt::Write as _;
 
 /// The sysctl this stream is read from; also the `what` of its errors.
@@ -202,15 +202,75 @@ fn dump_table(out: &mut String, rows: &[&MemoryType]) {
     }
 }
 
-/// `vmstat -z`: `{T:/%-19s} {T:/%7s} {T:/%7s} {T:/%8s} {T:/%8s} {T:/%8s} {T:/%4s} {T:/%4s}
-/// {T:/%4s}`, then per zone `name:` followed by the size right-aligned in
-/// `MAX(1, 26 - strlen(name))` columns and `,%7ju,%8ju,%8ju,%8ju,%4ju,%4ju,%4ju`.
-fn vmstat_table(out: &mut String, rows: &[&MemoryType], _zone_sizes: &[u32]) {
-    let _ = writeln!(
-        out,
-        "{:<19} {:>7} {:>7} {:>8} {:>8} {:>8} {:>4} {:>4} {:>4}",
-        "ITEM", "SIZE", "LIMIT", "USED", "FREE", "REQ", "FAIL", "SLEEP", "XDOM"
-    );
+/// libmemstat's free count of a zone: the per-CPU caches' free items, the zone's and (on a
+/// primary zone) the keg's, added in `uint64_t`, so a sum past 2^64 wraps. The snapshot's own
+/// figure saturates instead (a level: MemGauge64 never wraps); this is recomputed from the
+/// parts when they are there and account for that figure, else the figure is used as it is.
+fn vmstat_free(t: &MemoryType) -> u64 {
+    let shown = t.free_count.unwrap_or(0);
+    let Some(zone) = t.zone_free else {
+        return shown;
+    };
+    let parts = t
+        .per_cpu
+        .iter()
+        .map(|c| c.cache_free)
+        .chain([Some(zone), t.keg_free]);
+    let (mut wrapped, mut saturated) = (0u64, 0u64);
+    for v in parts.flatten() {
+        wrapped = wrapped.wrapping_add(v);
+        saturated = saturated.saturating_add(v);
+    }
+    if saturated == shown {
+        wrapped
+    } else {
+        shown
+    }
+}
+
+/// `vmstat -z`, in the layout of `release` (`domemstat_zone` in usr.bin/vmstat/vmstat.c; see
+/// [`crate::vmstat`] for the copies read):
+///
+/// - 15.0: the header `{T:/%-19s} {T:/%7s} {T:/%7s} {T:/%8s} {T:/%8s} {T:/%8s} {T:/%4s} {T:/%4s}
+///   {T:/%4s}` over `ITEM SIZE LIMIT USED FREE REQ FAIL SLEEP XDOM`, then per zone `name:`
+///   followed by the size right-aligned in `MAX(1, 26 - strlen(name))` columns and
+///   `,%7ju,%8ju,%8ju,%8ju,%4ju,%4ju,%4ju`;
+/// - 14: the header `{T:/%-20s} {T:/%6s} {T:/%6s} {T:/%8s} {T:/%8s} {T:/%8s} {T:/%8s} {T:/%4s}
+///   {T:/%4s}` over `ITEM SIZE LIMIT USED FREE REQ FAIL SLEEP XDOMAIN`, then per zone the name
+///   cut to 31 bytes with `:` appended, as `%-20s` (libxo pads by display columns), and
+///   ` %6ju, %6ju,%8ju,%8ju,%8ju,%4ju,%4ju,%4ju`;
+/// - 13: as 14, but the header has no blank between `%8s` (FAIL) and `%4s` (SLEEP).
+fn vmstat_table(
+    out: &mut String,
+    rows: &[&MemoryType],
+    _zone_sizes: &[u32],
+    release: VmstatRelease,
+) {
+    let _ = match release {
+        VmstatRelease::V13 | VmstatRelease::V14 => writeln!(
+            out,
+            "{:<20} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8}{}{:>4} {:>4}",
+            "ITEM",
+            "SIZE",
+            "LIMIT",
+            "USED",
+            "FREE",
+            "REQ",
+            "FAIL",
+            if release == VmstatRelease::V13 {
+                ""
+            } else {
+                " "
+            },
+            "SLEEP",
+            "XDOMAIN"
+        ),
+        VmstatRelease::V15 => writeln!(
+            out,
+            "{:<19} {:>7} {:>7} {:>8} {:>8} {:>8} {:>4} {:>4} {:>4}",
+            "ITEM", "SIZE", "LIMIT", "USED", "FREE", "REQ", "FAIL", "SLEEP", "XDOM"
+        ),
+    };
     for t in rows {
         // libmemstat raises the allocations to the frees when a lock-free read shows more
         // frees, and computes in use from the raised figure.
@@ -221,20 +281,25 @@ fn vmstat_table(out: &mut String, rows: &[&MemoryType], _zone_sizes: &[u32]) {
             }
             (a, _) => (a.unwrap_or(0), t.in_use_count.unwrap_or(0)),
         };
-        let name = escape_controls(&t.name);
-        // strlen counts bytes; the width is at least 1.
-        let width = 26usize.saturating_sub(name.len()).max(1);
+        let name = vmstat_name(&t.name);
         let n = |v: Option<u64>| v.unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "{name}:{:>width$},{:>7},{used:>8},{:>8},{req:>8},{:>4},{:>4},{:>4}",
-            n(t.size),
-            n(t.count_limit),
-            n(t.free_count),
-            n(t.failures),
-            n(t.sleeps),
-            n(t.xdomain),
-        );
+        let (size, limit, free) = (n(t.size), n(t.count_limit), vmstat_free(t));
+        let (fail, sleep, xdom) = (n(t.failures), n(t.sleeps), n(t.xdomain));
+        let _ = match release {
+            VmstatRelease::V13 | VmstatRelease::V14 => writeln!(
+                out,
+                "{} {size:>6}, {limit:>6},{used:>8},{free:>8},{req:>8},{fail:>4},{sleep:>4},{xdom:>4}",
+                pad_right(&format!("{name}:"), 20),
+            ),
+            VmstatRelease::V15 => {
+                // strlen counts bytes; the width is at least 1.
+                let width = 26usize.saturating_sub(name.len()).max(1);
+                writeln!(
+                    out,
+                    "{name}:{size:>width$},{limit:>7},{used:>8},{free:>8},{req:>8},{fail:>4},{sleep:>4},{xdom:>4}",
+                )
+            }
+        };
     }
 }
 
