@@ -1,5 +1,6 @@
 //! scripts/freebsd-selfcheck's comparison (`--compare BEFORE OURS AFTER`), on outputs made by
-//! hand from FreeBSD 15.0's vmstat.c formats (see tests/vmstat_format.rs for the formats).
+//! hand from the vmstat.c formats of FreeBSD 15.0 and, further down, of 13 and 14 (see
+//! tests/vmstat_format.rs for the formats).
 //!
 //! The script must run on FreeBSD's base system, so it is run here by dash (a POSIX sh, as
 //! FreeBSD's /bin/sh is) with `awk` being the one true awk (Debian's original-awk, the awk
@@ -255,11 +256,19 @@ fn missing_extra_and_unparsable_rows_are_mismatches() {
 
 #[test]
 fn the_old_header_is_a_mismatch() {
+    // 13's and 14's header over 15.0's rows: the rows are not rows of that layout, and the
+    // layouts differ from vmstat's.
     let old = "         Type InUse MemUse Requests  Size(s)\n";
     let ours = OURS.replacen("            Type  Use Memory Req Size(s)\n", old, 1);
     let r = mismatch(&ours);
-    // The old header is not recognised as vmstat -m's, so its rows cannot be read either.
     assert!(r.out.contains("not a row of vmstat -m or -z"), "{}", r.out);
+    assert!(
+        r.out.contains(
+            "MISMATCH vmstat -m header: memstat-agentx prints the layout of FreeBSD 13 and 14"
+        ),
+        "{}",
+        r.out
+    );
     let ours = OURS.replace("ITEM                   SIZE", "ITEM                  SIZE ");
     let r = mismatch(&ours);
     assert!(r.out.contains("MISMATCH vmstat -z header"), "{}", r.out);
@@ -347,6 +356,236 @@ fn off_freebsd_the_script_refuses_to_run_and_says_why() {
         err.contains("runs on FreeBSD only") && err.contains("--compare"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// FreeBSD 13 and 14: `-m` is "%13s %5ju %5juK %8ju  " and the sizes (memory in KiB, rounded
+// up), `-z` is "%-20s %6ju, %6ju,%8ju,..." of the name and ":", and the `-z` headers differ
+// (13 runs FAILSLEEP together). The same types as above, in that layout.
+
+/// 13's and 14's `vmstat -m` header: `%13s %5s %6s %8s  Size(s)`.
+const M_HEADER_13_14: &str = "         Type InUse MemUse Requests  Size(s)\n";
+/// 14's `vmstat -z` header: `%-20s %6s %6s %8s %8s %8s %8s %4s %4s`.
+const Z_HEADER_14: &str =
+    "ITEM                   SIZE  LIMIT     USED     FREE      REQ     FAIL SLEEP XDOMAIN\n";
+/// 13's: no blank between FAIL's `%8s` and SLEEP's `%4s`.
+const Z_HEADER_13: &str =
+    "ITEM                   SIZE  LIMIT     USED     FREE      REQ     FAILSLEEP XDOMAIN\n";
+
+/// The releases and their `-z` headers.
+const RELEASES_13_14: [(&str, &str); 2] = [("13", Z_HEADER_13), ("14", Z_HEADER_14)];
+
+/// The first reading's rows: devbuf's 4096 bytes are 4K; 64 and 256 bytes are 1K each. The
+/// 25-byte zone name shows the 13/14 padding (15.0 prints "...xy:8,").
+const M_ROWS_13_14: &str = concat!(
+    "       devbuf   100     4K      500  16,32\n",
+    "         temp     0     0K        3  \n",
+    "       devbuf     1     1K        1  64\n",
+    "CAM dev queue     2     1K        2  128\n",
+);
+const Z_ROWS_13_14: &str = concat!(
+    "UMA Kegs:               384,      0,     123,       7,     123,   0,   0,   0\n",
+    "mbuf_packet:            256,      0,      15,       0,      20,   0,   0,   0\n",
+    "mbuf_packet:            256,      0,      10,      50,    1000,   0,   0,   0\n",
+    "abcdefghijklmnopqrstuvwxyz01234:   4096, 1234567,       0,       3,       7,12345,   1,99999\n",
+    "abcdefghijklmnopqrstuvwxy:      8,      0,       1,       0,       2,   0,   0,   0\n",
+);
+
+/// Before, memstat-agentx and after in the layout of 13 or 14 (given by its `-z` header), as
+/// in BEFORE, OURS and AFTER: devbuf moves (4096, 4128 and 4160 bytes: 4K, 5K and 5K) and so
+/// does the second mbuf_packet.
+fn readings_13_14(z_header: &str) -> (String, String, String) {
+    let text = |devbuf: &str, mbuf: &str| {
+        format!("{M_HEADER_13_14}{M_ROWS_13_14}{z_header}{Z_ROWS_13_14}")
+            .replace("       devbuf   100     4K      500  ", devbuf)
+            .replace("      10,      50,    1000,", mbuf)
+    };
+    (
+        text(
+            "       devbuf   100     4K      500  ",
+            "      10,      50,    1000,",
+        ),
+        text(
+            "       devbuf   101     5K      505  ",
+            "      11,      49,    1005,",
+        ),
+        text(
+            "       devbuf   102     5K      510  ",
+            "      12,      48,    1010,",
+        ),
+    )
+}
+
+#[test]
+fn releases_13_and_14_agree_within_the_allowed_movement() {
+    for (release, z_header) in RELEASES_13_14 {
+        let (before, ours, after) = readings_13_14(z_header);
+        let r = compare(&before, &ours, &after);
+        assert_eq!(r.code, Some(0), "{release}: {}", r.out);
+        assert!(
+            r.out
+                .ends_with("freebsd-selfcheck: 9 rows compared, 0 mismatches, 0 notes\n"),
+            "{release}: {}",
+            r.out
+        );
+        let r = compare(&before, &before, &before);
+        assert_eq!(r.code, Some(0), "{release}: {}", r.out);
+    }
+}
+
+#[test]
+fn releases_13_and_14_refuse_figures_out_of_range() {
+    for (release, z_header) in RELEASES_13_14 {
+        let (before, ours, after) = readings_13_14(z_header);
+        let refused = |ours: &str, want: &str| {
+            let r = compare(&before, ours, &after);
+            assert_eq!(r.code, Some(1), "{release}: {}", r.out);
+            assert!(
+                r.out.contains(want),
+                "{release}: want {want:?} in\n{}",
+                r.out
+            );
+            assert!(r.out.contains(", 1 mismatches, "), "{release}: {}", r.out);
+        };
+        // A zone's counter beyond the second reading.
+        refused(
+            &ours.replace("      11,      49,    1005,", "      11,      49,    1011,"),
+            "MISMATCH vmstat -z mbuf_packet (#2 of that name): REQ 1011 (vmstat read 1000 \
+             before and 1010 after): a counter must lie between its two readings",
+        );
+        // A malloc type's Requests below the first reading.
+        refused(
+            &ours.replace("   101     5K      505  ", "   101     5K      499  "),
+            "MISMATCH vmstat -m devbuf: Requests 499 (vmstat read 500 before and 510 after): \
+             a counter must lie between its two readings",
+        );
+        // InUse beyond what the 10 requests between the readings allow.
+        refused(
+            &ours.replace("   101     5K      505  ", "   113     5K      505  "),
+            "MISMATCH vmstat -m devbuf: InUse 113 (vmstat read 100 before and 102 after): in \
+             use can only lie in 92..110 with 10 requests between the readings",
+        );
+        // An idle type's MemUse, in KiB as printed.
+        refused(
+            &ours.replace("CAM dev queue     2     1K ", "CAM dev queue     2     2K "),
+            "MISMATCH vmstat -m CAM dev queue: MemUse 2K (vmstat read 1K before and 1K after): \
+             the row was idle, so it must be equal",
+        );
+        // A fixed figure.
+        refused(
+            &ours.replace(
+                "UMA Kegs:               384,",
+                "UMA Kegs:               383,",
+            ),
+            "MISMATCH vmstat -z UMA Kegs: SIZE 383 (vmstat read 384 before and 384 after), a \
+             fixed figure, differs",
+        );
+        // 15.0's padding of a zone's row under 13's or 14's header: same figures.
+        refused(
+            &ours.replace(
+                "abcdefghijklmnopqrstuvwxy:      8,",
+                "abcdefghijklmnopqrstuvwxy:8,",
+            ),
+            "MISMATCH vmstat -z abcdefghijklmnopqrstuvwxy: same figures, different layout",
+        );
+        // 15.0's `%16s` for a type's name under 13's or 14's header.
+        refused(
+            &ours.replace("         temp     0 ", "            temp     0 "),
+            "MISMATCH vmstat -m temp: same figures, different layout",
+        );
+    }
+}
+
+#[test]
+fn a_layout_other_than_vmstats_is_one_mismatch_per_table() {
+    // memstat-agentx in 15.0's layout on a 14 host: each table's header says so once, and
+    // rows printed in bytes are not set against rows printed in KiB.
+    let (before, _, after) = readings_13_14(Z_HEADER_14);
+    let r = compare(&before, OURS, &after);
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(
+        r.out.contains(
+            "MISMATCH vmstat -m header: memstat-agentx prints the layout of FreeBSD 15.0 \
+             (\"            Type  Use Memory Req Size(s)\"), vmstat the layout of FreeBSD 13 \
+             and 14 (\"         Type InUse MemUse Requests  Size(s)\"); the rows of vmstat -m \
+             are not compared"
+        ),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains(
+            "MISMATCH vmstat -z header: memstat-agentx prints the layout of FreeBSD 15.0"
+        ),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.ends_with("0 rows compared, 2 mismatches, 0 notes\n"),
+        "{}",
+        r.out
+    );
+    // 13's zone header on a 14 host: only -z differs, and -m's rows are still compared.
+    let ours13 = readings_13_14(Z_HEADER_13).1;
+    let r = compare(&before, &ours13, &after);
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(
+        r.out.contains(
+            "MISMATCH vmstat -z header: memstat-agentx prints the layout of FreeBSD 13 (\"ITEM \
+             "
+        ) && r.out.contains("vmstat the layout of FreeBSD 14 (\"ITEM "),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.ends_with("4 rows compared, 1 mismatches, 0 notes\n"),
+        "{}",
+        r.out
+    );
+}
+
+#[test]
+fn the_real_output_of_dump_for_13_and_14_is_read_by_the_comparison() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = tmp.path().join("f.json");
+    std::fs::write(
+        &fixture,
+        r#"{"source": "t", "types": [
+            {"allocator": "malloc", "name": "CAM dev queue", "allocs": 2, "frees": 0,
+             "bytes_allocated": 256, "bytes_freed": 0, "size_mask": 8},
+            {"allocator": "uma", "name": "mbuf_packet", "size": 256, "count_limit": 0,
+             "allocs": 20, "frees": 5, "free_count": 0, "failures": 0, "sleeps": 0, "xdomain": 0},
+            {"allocator": "uma", "name": "abcdefghijklmnopqrstuvwxy", "size": 8, "count_limit": 0,
+             "allocs": 2, "frees": 1, "free_count": 0, "failures": 0, "sleeps": 0, "xdomain": 0}
+        ]}"#,
+    )
+    .unwrap();
+    for (release, z_header) in RELEASES_13_14 {
+        let out = Command::new(env!("CARGO_BIN_EXE_memstat-agentx"))
+            .args(["dump", "--format", "vmstat", "--vmstat-release", release])
+            .arg("--source")
+            .arg(format!("fixture:{}", fixture.display()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ours = String::from_utf8(out.stdout).unwrap();
+        let vmstat = format!(
+            "{M_HEADER_13_14}CAM dev queue     2     1K        2  128\n{z_header}{}{}",
+            "abcdefghijklmnopqrstuvwxy:      8,      0,       1,       0,       2,   0,   0,   0\n",
+            "mbuf_packet:            256,      0,      15,       0,      20,   0,   0,   0\n",
+        );
+        let r = compare(&vmstat, &ours, &vmstat);
+        assert_eq!(r.code, Some(0), "{release}: {}\n{ours}", r.out);
+        assert!(
+            r.out.contains("3 rows compared, 0 mismatches"),
+            "{release}: {}",
+            r.out
+        );
+    }
 }
 
 /// `sysctl` as FreeBSD prints the overview's names.
