@@ -589,7 +589,7 @@ impl Agent {
             Continuation::None | Continuation::Lone => {}
             Continuation::Parked => self.stats.continued += 1,
             Continuation::Repeated | Continuation::WentBy => self.stats.repeated += 1,
-            Continuation::Ambiguous => {
+            Continuation::Ambiguous | Continuation::Retaken => {
                 self.stats.ambiguous += 1;
                 tracing::debug!(
                     "ambiguous continuation at {}: walks on two snapshots parked there",
@@ -645,6 +645,7 @@ impl Agent {
             Continuation::None
             | Continuation::Parked
             | Continuation::Ambiguous
+            | Continuation::Retaken
             | Continuation::Repeated => Leave::Park(turnaround),
         };
         let mut step = |from: &[u32], include: bool, end: &[u32]| -> Option<Step> {

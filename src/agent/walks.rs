@@ -85,9 +85,8 @@ struct Park {
     at: u32,
     /// Walks that parked here and have not continued yet (saturating: 255 is plenty).
     waiting: u8,
-    /// A walk parked here (else only requests that are no walk stopped here: a mark,
-    /// which only the rest of its own request follows).
-    walked: bool,
+    /// [`WALKED`] and [`CONTESTED`].
+    flags: u8,
     /// How long the walk that parked here last took to come back before, in ticks (0: not
     /// known, a new walk). Two walks waiting at one OID on two views come back in the
     /// order their turnarounds say (see [`choose`]).
@@ -97,6 +96,25 @@ struct Park {
     /// GetNext per repetition of a GetBulk) sends them all with one transactionID, so a
     /// continuation with the same one is that walk for certain.
     by: u32,
+}
+
+/// A walk parked here (else only requests that are no walk stopped here: a mark, which
+/// only the rest of its own request follows).
+const WALKED: u8 = 1;
+/// Walks of two views waited here and one of them was taken to be asking (an ambiguous
+/// continuation): the one taken off keeps the time it parked, and the others are passed
+/// over (see [`WalkTracker::pass_over`]), until the next request from here settles which
+/// walk asked first (see [`choose`]).
+const CONTESTED: u8 = 2;
+
+impl Park {
+    fn walked(&self) -> bool {
+        self.flags & WALKED != 0
+    }
+
+    fn contested(&self) -> bool {
+        self.flags & CONTESTED != 0
+    }
 }
 
 // Twelve bytes a slot, as ARCHITECTURE.md says.
@@ -242,6 +260,9 @@ pub(crate) enum Continuation {
     /// Walks on more than one view wait at the same OID (the residual case): see
     /// [`choose`] for which is taken to be the one asking.
     Ambiguous,
+    /// The second request from where an ambiguous continuation took a walk off, taken to
+    /// be that walk: the guess was wrong, and the walk passed over then is gone.
+    Retaken,
     /// A walk went on from there within the in-progress window: most likely a walk whose
     /// park a lone GetNext took just before it came back. It continues on that view and
     /// parks.
@@ -269,8 +290,13 @@ pub(crate) struct WalkTracker {
     window_ticks: u32,
     in_progress_ticks: u32,
     resend_ticks: u32,
+    grace_ticks: u32,
     /// Oldest first; the last one is the current view.
     views: Vec<Tracked>,
+    /// How long walks take to come back, in park ticks, as a moving average over every
+    /// walk's return (0: none seen yet): what a new walk, whose own turnaround is not
+    /// known, is expected to take.
+    typical: u32,
 }
 
 impl WalkTracker {
@@ -283,7 +309,9 @@ impl WalkTracker {
             window_ticks: 0,
             in_progress_ticks: 0,
             resend_ticks: 0,
+            grace_ticks: ticks(policy.pause_grace),
             views: Vec::with_capacity(MAX_LIVE_VIEWS),
+            typical: 0,
         };
         w.set_timing(window, max_age);
         w
@@ -418,7 +446,7 @@ impl WalkTracker {
             Leave::Park(Turnaround(turnaround)) => {
                 p.at = at;
                 p.waiting = p.waiting.saturating_add(1);
-                p.walked = true;
+                p.flags = WALKED;
                 p.turnaround = turnaround;
                 t.newest_park = Some(now);
             }
@@ -427,14 +455,14 @@ impl WalkTracker {
                 // alive past the walk-window.
                 if p.waiting == 0 {
                     p.at = at;
-                    p.walked = true;
+                    p.flags = WALKED;
                 }
                 t.newest_mark = Some(now);
             }
             Leave::Mark => {
                 // Nor does a mark, and it leaves a place a walk went by as it is: a walk
                 // whose park a lone GetNext took may be coming on from here.
-                if p.waiting == 0 && !p.walked {
+                if p.waiting == 0 && !p.walked() {
                     p.at = at;
                 }
                 t.newest_mark = Some(now);
@@ -501,20 +529,53 @@ impl WalkTracker {
         }
         let mut found = Found::default();
         let at = self.collect(starts.clone(), transaction, now, &mut found);
-        let Some((chosen, how)) = choose(&at[..self.views.len()], self.in_progress_ticks) else {
+        let Some((chosen, how)) = choose(
+            &at[..self.views.len()],
+            Timing {
+                in_progress: self.in_progress_ticks,
+                grace: self.grace_ticks,
+                typical: self.typical,
+            },
+        ) else {
             return none;
         };
         let a = at[chosen];
+        let second_look = at.iter().any(|a| a.taken.is_some());
         // The walk's turnaround: how long it took to come back, unless this is the rest of
         // one request (net-snmp's GetNexts of one GetBulk), which keeps the request's.
-        let turnaround = match (a.same_request, a.waiting) {
-            (Some(_), _) => Turnaround(a.turnaround),
-            (None, Some(age)) => Turnaround::of(age),
-            (None, None) => Turnaround(a.turnaround),
+        let came_back = match (how, a.taken) {
+            (Continuation::Retaken, Some(t)) => Some((t.age, t.turnaround)),
+            _ if a.same_request.is_some() => None,
+            _ => a.passed_over.or(a.waiting).map(|age| (age, a.turnaround)),
         };
-        self.take_off(chosen, starts, &found, a.stamp, now);
-        if how == Continuation::Ambiguous {
-            self.pass_over(chosen, &found);
+        let turnaround = match came_back {
+            Some((age, before)) => {
+                let age = age.min(u32::from(u16::MAX));
+                self.typical = if self.typical == 0 {
+                    age
+                } else {
+                    (7 * self.typical + age) / 8
+                };
+                Turnaround::blend(before, age)
+            }
+            None => Turnaround(a.turnaround),
+        };
+        if how == Continuation::Retaken {
+            self.retake(chosen, &at, &found);
+        } else {
+            // Only walks that are both moving contest a park: a walk that paused there is
+            // passed over, and it still finds its park when it comes back.
+            let moving = at[..self.views.len()]
+                .iter()
+                .filter(|a| a.waiting.is_some_and(|age| age < self.in_progress_ticks))
+                .count();
+            let contest = how == Continuation::Ambiguous && !second_look && moving > 1;
+            self.take_off(chosen, starts, &found, a.stamp, now, contest);
+            if contest {
+                self.pass_over(chosen, &found);
+            } else if second_look {
+                self.settle(&at);
+            }
         }
         Continued {
             view: Some(self.views[chosen].view.clone()),
@@ -547,12 +608,19 @@ impl WalkTracker {
                 let Some((instance, park)) = t.live_park(s, now, self.window_ticks) else {
                     continue;
                 };
-                let age = stamp.saturating_sub(park.at);
+                let real_age = stamp.saturating_sub(park.at);
+                // A park passed over looks paused: older by the in-progress window.
+                let passed_over = park.waiting > 0 && park.contested();
+                let age = if passed_over {
+                    real_age.saturating_add(self.in_progress_ticks)
+                } else {
+                    real_age
+                };
                 if park.by == transaction {
                     here.turnaround = park.turnaround;
                     here.same_request = Some(if park.waiting > 0 {
                         Continuation::Parked
-                    } else if park.walked {
+                    } else if park.walked() {
                         Continuation::Repeated
                     } else {
                         Continuation::Lone
@@ -562,13 +630,21 @@ impl WalkTracker {
                 if park.waiting > 0 {
                     if here.same_request.is_none() && here.waiting.map_or(true, |a| age < a) {
                         here.turnaround = park.turnaround;
+                        here.passed_over = passed_over.then_some(real_age);
                     }
                     here.waiting = youngest(here.waiting);
                     found.keep(v, instance);
-                } else if park.walked && age < resend {
+                } else if park.walked() && age < resend {
                     // Only within the resend window: that is all a re-sent request needs,
                     // and what the prune keeps.
                     here.went_on = youngest(here.went_on);
+                    if park.contested() && age < self.in_progress_ticks {
+                        here.taken = Some(Taken {
+                            age,
+                            turnaround: park.turnaround,
+                            instance,
+                        });
+                    }
                 }
             }
         }
@@ -576,26 +652,73 @@ impl WalkTracker {
     }
 
     /// After an ambiguous continuation, the parks not chosen are made to look paused (older
-    /// by the in-progress window). If the guess was wrong, one of them is the asking walk's
-    /// own, and nobody comes back to it: left young, it would capture the next walk of a
-    /// third snapshot that stops there while it is. A walk that really waits there still
-    /// finds it; it only no longer beats a walk that is moving.
+    /// by the in-progress window, see `collect`). If the guess was wrong, one of them is the
+    /// asking walk's own, and nobody comes back to it: left young, it would capture the next
+    /// walk of a third snapshot that stops there while it is. A walk that really waits there
+    /// still finds it; it only no longer beats a walk that is moving.
+    ///
+    /// They are marked contested, as the park taken off is: the next request from there
+    /// settles which walk asked first (see [`choose`]).
     fn pass_over(&mut self, chosen: usize, found: &Found) {
-        let by = self.in_progress_ticks;
         for &(v, instance) in &found.kept[..found.n] {
             if v == chosen {
                 continue;
             }
             if let Some(p) = self.views[v].parks.get_mut(&instance) {
-                p.at = p.at.saturating_sub(by).max(1);
+                p.flags |= CONTESTED;
+            }
+        }
+    }
+
+    /// The walk taken off a contested park asks now: the walk passed over then was the one
+    /// that asked, and nobody comes back to its park. One walk is taken off each passed-over
+    /// park, and the contest is over.
+    fn retake(&mut self, chosen: usize, at: &[AtStarts; MAX_LIVE_VIEWS], found: &Found) {
+        if let Some(t) = at[chosen].taken {
+            if let Some(p) = self.views[chosen].parks.get_mut(&t.instance) {
+                p.flags &= !CONTESTED;
+                p.at = at[chosen].stamp;
+            }
+        }
+        for &(v, instance) in &found.kept[..found.n] {
+            if let Some(p) = self.views[v].parks.get_mut(&instance) {
+                if p.contested() {
+                    p.flags &= !CONTESTED;
+                    p.waiting = p.waiting.saturating_sub(1);
+                    if p.waiting == 0 {
+                        p.at = at[v].stamp;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The walk passed over asks now: the guess was right, and the walk taken off is no
+    /// longer contested.
+    fn settle(&mut self, at: &[AtStarts; MAX_LIVE_VIEWS]) {
+        for (t, a) in self.views.iter_mut().zip(at) {
+            if let Some(taken) = a.taken {
+                if let Some(p) = t.parks.get_mut(&taken.instance) {
+                    p.flags &= !CONTESTED;
+                }
             }
         }
     }
 
     /// Takes the walk that continues off the view it waited on: one waiting walk at each of
     /// the starts where one waits.
-    fn take_off<'s, S>(&mut self, chosen: usize, starts: S, found: &Found, stamp: u32, now: Instant)
-    where
+    ///
+    /// With `contest`, a park left empty keeps the time its walk parked and is marked
+    /// contested: the walk taken off may not be the one that asked.
+    fn take_off<'s, S>(
+        &mut self,
+        chosen: usize,
+        starts: S,
+        found: &Found,
+        stamp: u32,
+        now: Instant,
+        contest: bool,
+    ) where
         S: IntoIterator<Item = &'s [u32]>,
     {
         let window = self.window_ticks;
@@ -618,8 +741,13 @@ impl WalkTracker {
         for instance in kept.chain(again) {
             if let Some(p) = t.parks.get_mut(&instance) {
                 p.waiting = p.waiting.saturating_sub(1);
+                p.flags &= !CONTESTED;
                 if p.waiting == 0 {
-                    p.at = stamp;
+                    if contest {
+                        p.flags |= CONTESTED;
+                    } else {
+                        p.at = stamp;
+                    }
                 }
             }
         }
@@ -660,6 +788,17 @@ impl Turnaround {
     fn of(age: u32) -> Turnaround {
         Turnaround(u16::try_from(age).unwrap_or(u16::MAX).max(1))
     }
+
+    /// The walk's turnaround after it came back in `age` ticks, having taken `before` on
+    /// average (0: not known): a moving average, so that one slow or quick turn does not
+    /// make it look like another walk.
+    fn blend(before: u16, age: u32) -> Turnaround {
+        if before == 0 {
+            return Turnaround::of(age);
+        }
+        let age = age.min(u32::from(u16::MAX));
+        Turnaround::of((3 * u32::from(before) + age) / 4)
+    }
 }
 
 /// What one view has at a request's starts, for [`choose`]. Ages are in park ticks, on one
@@ -675,8 +814,22 @@ struct AtStarts {
     went_on: Option<u32>,
     /// A park there was left by this very request (its transactionID): how it continues.
     same_request: Option<Continuation>,
+    /// The real age of the waiting park, when it was passed over (see
+    /// [`WalkTracker::pass_over`]).
+    passed_over: Option<u32>,
+    /// The walk taken off there by an ambiguous continuation within the in-progress
+    /// window: it may not have been the one asking, and be asking now.
+    taken: Option<Taken>,
     /// Now, in this view's ticks (so that taking a walk off reads no clock again).
     stamp: u32,
+}
+
+/// A walk taken off a contested park: how long ago it parked, its turnaround, and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Taken {
+    age: u32,
+    turnaround: u16,
+    instance: u32,
 }
 
 /// The waiting parks found while collecting, to take off the chosen view after; kept
@@ -704,21 +857,43 @@ impl Found {
     }
 }
 
+/// What [`choose`] weighs ages against, in park ticks.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    /// The in-progress window: a walk that parked within it is moving.
+    in_progress: u32,
+    /// The pause grace: a walk that paused longer may lose its snapshot.
+    grace: u32,
+    /// How long walks take to come back, on average over every walk (0: not known yet).
+    typical: u32,
+}
+
 /// Step two: which view the request continues on, and how that was decided.
 /// - A park left by this very request is that request's own: its view, whatever else waits.
+/// - Else, at a contested park (two moving walks waited there, one was taken off), the
+///   walk taken off if its timing fits four times better than the one passed over's: the
+///   guess was wrong ([`Continuation::Retaken`]).
 /// - Else a view with a walk waiting at a start; of several (the residual case), the one
 ///   whose walk is asking now. Walks that are moving come back within one round trip of
 ///   parking, so among parks younger than the in-progress window: the one whose age is
-///   closest to its walk's last turnaround, when every one's is known; else the oldest
-///   (walks in step come back in about the order they parked, the master queuing every
-///   manager's requests alike). A park older than that is a walk that paused, or the last
-///   of one that ended; when only such parks are left, the most recent.
-/// - Else a view where a walk went on from a start within the resend window: the most
-///   recent. Within the in-progress window it is most likely the walk itself, whose park a
-///   lone GetNext took ([`Continuation::Repeated`]); earlier, a re-sent request or a lone
-///   GetNext ([`Continuation::WentBy`]). Where only a request that is no walk stopped (a
-///   mark), nothing continues but that request itself.
-fn choose(at: &[AtStarts], in_progress: u32) -> Option<(usize, Continuation)> {
+///   closest to its walk's turnaround (a faster walk that caught up with a slower one asks
+///   first). A new walk, whose own turnaround is not known, is expected to take as long as
+///   walks take on average; when no turnaround is known at all, the oldest park (walks in
+///   step come back in the order they parked, the master queuing every manager's requests
+///   alike). A park older than that is a walk that paused, or the last of one that ended:
+///   when only such parks are left, the most recent, as long as it is younger than the
+///   pause grace.
+/// - Else a view where a walk went on from a start within the in-progress window: most
+///   likely the walk itself, whose park a lone GetNext took ([`Continuation::Repeated`]).
+///   It beats a park older than the pause grace: a walk that paused that long may lose its
+///   snapshot anyway, and such a park is most often the stand-in a lone GetNext left where
+///   it took a walk's park, which nobody comes back to and which would capture, for the
+///   rest of the walk-window, every walk of another snapshot whose park is taken there.
+/// - Else the most recent park, however old; else a view where a walk went on from a start
+///   earlier in the resend window ([`Continuation::WentBy`]: a re-sent request or a lone
+///   GetNext). Where only a request that is no walk stopped (a mark), nothing continues but
+///   that request itself.
+fn choose(at: &[AtStarts], timing: Timing) -> Option<(usize, Continuation)> {
     if let Some(found) = at
         .iter()
         .enumerate()
@@ -732,41 +907,69 @@ fn choose(at: &[AtStarts], in_progress: u32) -> Option<(usize, Continuation)> {
             .enumerate()
             .filter_map(|(v, a)| Some((v, a.waiting?, a.turnaround)))
     };
-    let moving = || waiting().filter(|(_, age, _)| *age < in_progress);
-    // Among moving walks, the one whose park is as old as its walk takes to come back (a
-    // faster walk that caught up with a slower one asks first). A walk whose turnaround is
-    // not known yet (a new one) is taken to be as fast as the others; when none is known,
-    // the oldest park: walks in step come back in the order they parked.
-    let (sum, known) = moving()
-        .filter(|(_, _, t)| *t > 0)
-        .fold((0u32, 0u32), |(s, n), (_, _, t)| (s + u32::from(t), n + 1));
-    let timed = match sum.checked_div(known) {
-        Some(typical) => {
-            let expect = |t: u16| if t > 0 { u32::from(t) } else { typical };
-            moving().min_by_key(|&(_, age, t)| age.abs_diff(expect(t)))
+    let expect = |t: u16, typical: u32| if t > 0 { u32::from(t) } else { typical };
+    // A second request from where an ambiguous continuation took one of two walks off:
+    // this one is the other walk. Which is it, the one passed over (the guess was right)
+    // or the one taken off (it was wrong)? The same timing rule decides, on the real ages
+    // of both; a wrong guess then costs one walk its snapshot, not two.
+    if at.iter().any(|a| a.taken.is_some()) {
+        let candidates = at.iter().enumerate().flat_map(|(v, a)| {
+            let taken = a.taken.map(|t| (v, t.age, t.turnaround, true));
+            let waiting = a
+                .waiting
+                .map(|w| (v, a.passed_over.unwrap_or(w), a.turnaround, false));
+            taken.into_iter().chain(waiting)
+        });
+        let typical = timing.typical.max(1);
+        let score = |(_, age, t, _): &(usize, u32, u16, bool)| age.abs_diff(expect(*t, typical));
+        let best = |want: bool| {
+            candidates
+                .clone()
+                .filter(move |c| c.3 == want && c.1 < timing.in_progress)
+                .min_by_key(score)
+        };
+        match (best(true), best(false)) {
+            (Some(t), Some(w)) if score(&t) * 4 < score(&w) => {
+                return Some((t.0, Continuation::Retaken))
+            }
+            _ => {}
         }
-        None => moving().max_by_key(|(_, age, _)| *age),
-    };
-    if let Some((v, ..)) = timed.or_else(|| waiting().min_by_key(|(_, age, _)| *age)) {
+    }
+    let parked = |v: usize| {
         let how = if waiting().count() > 1 {
             Continuation::Ambiguous
         } else {
             Continuation::Parked
         };
-        return Some((v, how));
+        Some((v, how))
+    };
+    let moving = || waiting().filter(|(_, age, _)| *age < timing.in_progress);
+    let (sum, known) = moving()
+        .filter(|(_, _, t)| *t > 0)
+        .fold((0u32, 0u32), |(s, n), (_, _, t)| (s + u32::from(t), n + 1));
+    let typical = match timing.typical {
+        0 => sum.checked_div(known),
+        t => Some(t),
+    };
+    let timed = match typical {
+        Some(typical) => moving().min_by_key(|&(_, age, t)| age.abs_diff(expect(t, typical))),
+        None => moving().max_by_key(|(_, age, _)| *age),
+    };
+    let recent = waiting().min_by_key(|(_, age, _)| *age);
+    if let Some((v, ..)) = timed.or(recent.filter(|(_, age, _)| *age < timing.grace)) {
+        return parked(v);
     }
-    at.iter()
+    let went_on = at
+        .iter()
         .enumerate()
         .filter_map(|(v, a)| Some((v, a.went_on?)))
-        .min_by_key(|(_, age)| *age)
-        .map(|(v, age)| {
-            let how = if age < in_progress {
-                Continuation::Repeated
-            } else {
-                Continuation::WentBy
-            };
-            (v, how)
-        })
+        .min_by_key(|(_, age)| *age);
+    match (went_on, recent) {
+        (Some((v, age)), _) if age < timing.in_progress => Some((v, Continuation::Repeated)),
+        (_, Some((v, ..))) => parked(v),
+        (Some((v, _)), None) => Some((v, Continuation::WentBy)),
+        (None, None) => None,
+    }
 }
 
 #[cfg(test)]
@@ -971,6 +1174,16 @@ mod tests {
                 Some((1, Parked)),
             ),
             (
+                "but not when it waited longer than the pause grace: a stand-in",
+                &[went_on(1), waits(50, 2)],
+                Some((0, Repeated)),
+            ),
+            (
+                "with nothing that went on just now, the park however old",
+                &[went_on(20), waits(50, 2)],
+                Some((1, Parked)),
+            ),
+            (
                 "went on just now: the walk whose park was taken",
                 &[none, went_on(3)],
                 Some((1, Repeated)),
@@ -981,9 +1194,76 @@ mod tests {
                 Some((1, WentBy)),
             ),
         ];
+        let timing = Timing {
+            in_progress: 10,
+            grace: 40,
+            typical: 0,
+        };
         for (what, at, expected) in cases {
-            assert_eq!(choose(at, 10), *expected, "{what}");
+            assert_eq!(choose(at, timing), *expected, "{what}");
         }
+        // Once walks were seen coming back, a new walk is expected to take as long as they
+        // take on average, whatever the turnarounds of the others waiting there.
+        let seen = Timing {
+            typical: 2,
+            ..timing
+        };
+        let at = [waits(6, 9), waits(2, 0)];
+        assert_eq!(choose(&at, timing), Some((0, Ambiguous)));
+        assert_eq!(choose(&at, seen), Some((1, Ambiguous)));
+        let at = [waits(8, 0), waits(2, 0)];
+        assert_eq!(
+            choose(&at, timing),
+            Some((0, Ambiguous)),
+            "the first to park"
+        );
+        assert_eq!(choose(&at, seen), Some((1, Ambiguous)), "the one due now");
+    }
+
+    /// Walk A (view `a`, back every 10 ms) and walk B (view `b`, every 3 ms) wait at row 3;
+    /// a request at 10 ms is taken to be A's. Returns the tracker at that point.
+    fn contested() -> (WalkTracker, Arc<MibView>, Arc<MibView>, Instant) {
+        let (mut w, a, b, t0) = two_views();
+        let at = |ms: u64| t0 + Duration::from_micros(ms);
+        let row3 = a.instance_of(&allocs(3)).unwrap();
+        w.leave(&a, row3, 1, Leave::Park(Turnaround(100)), at(0));
+        w.adopt(b.clone(), at(1_000));
+        w.leave(&b, row3, 2, Leave::Park(Turnaround(30)), at(9_000));
+        let (v, how) = w.continuation_any(&[&allocs(3)], at(10_000));
+        assert_eq!(how, Continuation::Ambiguous);
+        assert!(
+            Arc::ptr_eq(&v.unwrap(), &a),
+            "A's park is as old as A's turnaround"
+        );
+        (w, a, b, t0)
+    }
+
+    #[test]
+    fn the_next_request_from_a_contested_park_can_undo_a_wrong_guess() {
+        let (mut w, a, _b, t0) = contested();
+        // 0.2 ms later: A's turnaround fits, B's (1.2 ms against 3 ms) does not. The guess
+        // was wrong: B asked first, and this is A.
+        let (v, how) = w.continuation_any(&[&allocs(3)], t0 + Duration::from_micros(10_200));
+        assert_eq!(how, Continuation::Retaken);
+        assert!(Arc::ptr_eq(&v.unwrap(), &a));
+        // B already went on: nobody waits at row 3 any more, on either view.
+        let (_, how) = w.continuation_any(&[&allocs(3)], t0 + Duration::from_micros(10_300));
+        assert!(
+            matches!(how, Continuation::Repeated | Continuation::WentBy),
+            "{how:?}"
+        );
+    }
+
+    #[test]
+    fn the_next_request_from_a_contested_park_settles_a_right_guess() {
+        let (mut w, _a, b, t0) = contested();
+        // 3 ms after B parked: B is due, and A took its turn already.
+        let (v, how) = w.continuation_any(&[&allocs(3)], t0 + Duration::from_micros(12_000));
+        assert_eq!(how, Continuation::Parked);
+        assert!(Arc::ptr_eq(&v.unwrap(), &b));
+        // The contest is over: a third request is no walk taken back.
+        let (_, how) = w.continuation_any(&[&allocs(3)], t0 + Duration::from_micros(12_100));
+        assert_ne!(how, Continuation::Retaken);
     }
 
     #[test]
