@@ -1274,8 +1274,9 @@ fn crowd(walkers: usize, clients: usize, max_age_ms: u64, salt: u64, traces: u64
     };
     let t = run_family(family, salt, traces);
     assert!(t.walks > 50 * traces, "{t:?}");
+    // Some trace's walks straddled a refresh (walked on more than one snapshot).
     assert!(
-        t.snapshots_walked >= 2 * traces,
+        t.snapshots_walked > traces,
         "walks never straddled refreshes: {t:?}"
     );
     t
@@ -1296,7 +1297,7 @@ fn contract_crowd_of_4_walkers_and_2_clients_mixes_no_walk() {
 #[test]
 fn contract_crowd_of_20_walkers_and_4_clients_mixes_at_most_1_in_100() {
     for max_age in [5_000, 10] {
-        let t = crowd(20, 4, max_age, 20 + max_age, 1);
+        let t = crowd(20, 4, max_age, 20 + max_age, 5);
         assert!(
             (t.mixed_residual + t.mixed_paused) * 100 <= t.walks,
             "max-age {max_age} ms: {t:?}"

@@ -87,8 +87,8 @@ struct Park {
     waiting: u8,
     /// [`WALKED`] and [`CONTESTED`].
     flags: u8,
-    /// How long the walk that parked here last took to come back before, in ticks (0: not
-    /// known, a new walk). Two walks waiting at one OID on two views come back in the
+    /// How long the walk that parked here takes to come back, in ticks: a moving average
+    /// over its returns while it was moving (0: not known, a new walk). Two walks waiting at one OID on two views come back in the
     /// order their turnarounds say (see [`choose`]).
     turnaround: u16,
     /// The transactionID of the request that parked here last. Only a tie-breaker: a
@@ -101,10 +101,13 @@ struct Park {
 /// A walk parked here (else only requests that are no walk stopped here: a mark, which
 /// only the rest of its own request follows).
 const WALKED: u8 = 1;
-/// Walks of two views waited here and one of them was taken to be asking (an ambiguous
-/// continuation): the one taken off keeps the time it parked, and the others are passed
-/// over (see [`WalkTracker::pass_over`]), until the next request from here settles which
-/// walk asked first (see [`choose`]).
+/// Moving walks of two views waited here and one of them was taken to be asking (an
+/// ambiguous continuation): the park taken off keeps the time its walk parked, and the
+/// others are passed over (see [`WalkTracker::pass_over`]). The next request from here
+/// with one start settles which walk asked first (see [`second_look`]) and clears the mark;
+/// a passed-over park whose walk never asks again keeps it until a walk parks there anew or
+/// it expires, and a taken park's mark means nothing once it is older than the in-progress
+/// window.
 const CONTESTED: u8 = 2;
 
 impl Park {
@@ -261,7 +264,8 @@ pub(crate) enum Continuation {
     /// [`choose`] for which is taken to be the one asking.
     Ambiguous,
     /// The second request from where an ambiguous continuation took a walk off, taken to
-    /// be that walk: the guess was wrong, and the walk passed over then is gone.
+    /// be that walk (see [`second_look`]): the guess was wrong, and the walk passed over
+    /// then is the one that asked, so it is taken off.
     Retaken,
     /// A walk went on from there within the in-progress window: most likely a walk whose
     /// park a lone GetNext took just before it came back. It continues on that view and
@@ -404,6 +408,7 @@ impl WalkTracker {
 
     /// Forgets every walk (a new master session: no request of the old one comes back).
     pub(crate) fn reset(&mut self) {
+        self.typical = 0;
         let cur = self.views.pop();
         self.views.clear();
         if let Some(mut c) = cur {
@@ -501,7 +506,9 @@ impl WalkTracker {
             .filter(|t| now.saturating_duration_since(t.created) <= max_age)
             .filter_map(|t| {
                 let (_, park) = t.live_park(oid, now, in_progress)?;
-                (park.waiting > 0).then(|| (t.stamp(now).saturating_sub(park.at), t))
+                // A park passed over is no walk in progress to join (see `pass_over`).
+                (park.waiting > 0 && !park.contested())
+                    .then(|| (t.stamp(now).saturating_sub(park.at), t))
             })
             .min_by_key(|(age, _)| *age)
             .map(|(_, t)| t.view.clone())
@@ -529,59 +536,83 @@ impl WalkTracker {
         }
         let mut found = Found::default();
         let at = self.collect(starts.clone(), transaction, now, &mut found);
-        let Some((chosen, how)) = choose(
-            &at[..self.views.len()],
-            Timing {
-                in_progress: self.in_progress_ticks,
-                grace: self.grace_ticks,
-                typical: self.typical,
-            },
-        ) else {
+        let n = self.views.len();
+        let timing = Timing {
+            in_progress: self.in_progress_ticks,
+            grace: self.grace_ticks,
+            typical: self.typical,
+        };
+        // A second request from a contested park, with one start (a walk's) and not the rest
+        // of a request that parked there: it settles the contest.
+        let contested = {
+            let mut s = starts.clone().into_iter();
+            s.next().is_some()
+                && s.next().is_none()
+                && at[..n].iter().any(|a| a.taken.is_some())
+                && at[..n].iter().all(|a| a.same_request.is_none())
+        };
+        if contested {
+            if let Some((taken, loser)) = second_look(&at[..n], timing) {
+                let t = at[taken].taken.expect("second_look picks a taken walk");
+                let turnaround = self.came_back(t.age, t.turnaround);
+                self.retake(taken, loser, &at, &found);
+                return Continued {
+                    view: Some(self.views[taken].view.clone()),
+                    how: Continuation::Retaken,
+                    turnaround,
+                };
+            }
+        }
+        let Some((chosen, how)) = choose(&at[..n], timing) else {
             return none;
         };
         let a = at[chosen];
-        let second_look = at.iter().any(|a| a.taken.is_some());
         // The walk's turnaround: how long it took to come back, unless this is the rest of
         // one request (net-snmp's GetNexts of one GetBulk), which keeps the request's.
-        let came_back = match (how, a.taken) {
-            (Continuation::Retaken, Some(t)) => Some((t.age, t.turnaround)),
-            _ if a.same_request.is_some() => None,
-            _ => a.passed_over.or(a.waiting).map(|age| (age, a.turnaround)),
+        let turnaround = match a.passed_over.or(a.waiting) {
+            Some(age) if a.same_request.is_none() => self.came_back(age, a.turnaround),
+            _ => Turnaround(a.turnaround),
         };
-        let turnaround = match came_back {
-            Some((age, before)) => {
-                let age = age.min(u32::from(u16::MAX));
-                self.typical = if self.typical == 0 {
-                    age
-                } else {
-                    (7 * self.typical + age) / 8
-                };
-                Turnaround::blend(before, age)
-            }
-            None => Turnaround(a.turnaround),
-        };
-        if how == Continuation::Retaken {
-            self.retake(chosen, &at, &found);
-        } else {
-            // Only walks that are both moving contest a park: a walk that paused there is
-            // passed over, and it still finds its park when it comes back.
-            let moving = at[..self.views.len()]
-                .iter()
-                .filter(|a| a.waiting.is_some_and(|age| age < self.in_progress_ticks))
-                .count();
-            let contest = how == Continuation::Ambiguous && !second_look && moving > 1;
-            self.take_off(chosen, starts, &found, a.stamp, now, contest);
-            if contest {
-                self.pass_over(chosen, &found);
-            } else if second_look {
-                self.settle(&at);
-            }
+        // Only walks that are both moving contest a park: a walk that paused there keeps
+        // its park as it is, and still finds it when it comes back.
+        let moving = at[..n]
+            .iter()
+            .filter(|a| a.waiting.is_some_and(|age| age < self.in_progress_ticks))
+            .count();
+        let contest = how == Continuation::Ambiguous && !contested && moving > 1;
+        self.take_off(chosen, starts, &found, a.stamp, now, contest);
+        if contest {
+            self.pass_over(chosen, &found);
+        } else if contested {
+            self.settle(&at);
         }
         Continued {
             view: Some(self.views[chosen].view.clone()),
             how,
             turnaround,
         }
+    }
+
+    /// A walk came back `age` ticks after it parked, having taken `before` on average: its
+    /// new turnaround, and the average over every walk. Only a walk that was moving teaches
+    /// either: a pause, a re-sent request or a lone GetNext that took a park says nothing
+    /// of how fast walks come back.
+    fn came_back(&mut self, age: u32, before: u16) -> Turnaround {
+        if age >= self.in_progress_ticks {
+            return if before == 0 {
+                Turnaround::of(age)
+            } else {
+                Turnaround(before)
+            };
+        }
+        let age = age.min(u32::from(u16::MAX));
+        self.typical = if self.typical == 0 {
+            age.max(1)
+        } else {
+            // Rounded to the nearest tick, so that the average can reach small turnarounds.
+            (7 * self.typical + age + 4) / 8
+        };
+        Turnaround::blend(before, age)
     }
 
     /// Step one: what each view has at the starts.
@@ -670,24 +701,28 @@ impl WalkTracker {
         }
     }
 
-    /// The walk taken off a contested park asks now: the walk passed over then was the one
-    /// that asked, and nobody comes back to its park. One walk is taken off each passed-over
-    /// park, and the contest is over.
-    fn retake(&mut self, chosen: usize, at: &[AtStarts; MAX_LIVE_VIEWS], found: &Found) {
-        if let Some(t) = at[chosen].taken {
-            if let Some(p) = self.views[chosen].parks.get_mut(&t.instance) {
+    /// The walk taken off a contested park (on view `taken`) asks now: the walk passed
+    /// over then (on view `loser`) was the one that asked, and nobody comes back to its
+    /// park. That walk is taken off, and the contest is over.
+    fn retake(
+        &mut self,
+        taken: usize,
+        loser: usize,
+        at: &[AtStarts; MAX_LIVE_VIEWS],
+        found: &Found,
+    ) {
+        if let Some(t) = at[taken].taken {
+            if let Some(p) = self.views[taken].parks.get_mut(&t.instance) {
                 p.flags &= !CONTESTED;
-                p.at = at[chosen].stamp;
+                p.at = at[taken].stamp;
             }
         }
-        for &(v, instance) in &found.kept[..found.n] {
+        for &(v, instance) in found.kept[..found.n].iter().filter(|(v, _)| *v == loser) {
             if let Some(p) = self.views[v].parks.get_mut(&instance) {
-                if p.contested() {
-                    p.flags &= !CONTESTED;
-                    p.waiting = p.waiting.saturating_sub(1);
-                    if p.waiting == 0 {
-                        p.at = at[v].stamp;
-                    }
+                p.flags &= !CONTESTED;
+                p.waiting = p.waiting.saturating_sub(1);
+                if p.waiting == 0 {
+                    p.at = at[v].stamp;
                 }
             }
         }
@@ -789,15 +824,15 @@ impl Turnaround {
         Turnaround(u16::try_from(age).unwrap_or(u16::MAX).max(1))
     }
 
-    /// The walk's turnaround after it came back in `age` ticks, having taken `before` on
-    /// average (0: not known): a moving average, so that one slow or quick turn does not
-    /// make it look like another walk.
+    /// The walk's turnaround after it came back in `age` ticks (while moving), having taken
+    /// `before` on average (0: not known): a moving average, so that one slow or quick turn
+    /// does not make it look like another walk.
     fn blend(before: u16, age: u32) -> Turnaround {
         if before == 0 {
             return Turnaround::of(age);
         }
         let age = age.min(u32::from(u16::MAX));
-        Turnaround::of((3 * u32::from(before) + age) / 4)
+        Turnaround::of((3 * u32::from(before) + age + 2) / 4)
     }
 }
 
@@ -868,11 +903,45 @@ struct Timing {
     typical: u32,
 }
 
+/// What a walk whose turnaround is `t` (0: not known) is expected to take: its own
+/// turnaround, else `typical`.
+fn expect(t: u16, typical: u32) -> u32 {
+    if t > 0 {
+        u32::from(t)
+    } else {
+        typical
+    }
+}
+
+/// A second request from where an ambiguous continuation took one of two moving walks off
+/// and passed the other over: this one is the other walk. Which is it? If the timing of the
+/// walk taken off fits four times better than that of the walk passed over, the guess was
+/// wrong: the views of the walk taken off (which asks now) and of the one passed over
+/// (which asked then). Otherwise `None`: the guess stands. The margin keeps a guess that
+/// was most likely right (the first choice weighed the same timings) from being undone by
+/// noise; a wrong guess undone costs one walk its snapshot, not two.
+fn second_look(at: &[AtStarts], timing: Timing) -> Option<(usize, usize)> {
+    let typical = timing.typical.max(1);
+    let score = |age: u32, t: u16| age.abs_diff(expect(t, typical));
+    let taken = at
+        .iter()
+        .enumerate()
+        .filter_map(|(v, a)| Some((v, a.taken?)))
+        .filter(|(_, t)| t.age < timing.in_progress)
+        .map(|(v, t)| (v, score(t.age, t.turnaround)))
+        .min_by_key(|(_, s)| *s)?;
+    let passed_over = at
+        .iter()
+        .enumerate()
+        .filter_map(|(v, a)| Some((v, a.passed_over?, a.turnaround)))
+        .filter(|(_, age, _)| *age < timing.in_progress)
+        .map(|(v, age, t)| (v, score(age, t)))
+        .min_by_key(|(_, s)| *s)?;
+    (taken.1 * 4 < passed_over.1).then_some((taken.0, passed_over.0))
+}
+
 /// Step two: which view the request continues on, and how that was decided.
 /// - A park left by this very request is that request's own: its view, whatever else waits.
-/// - Else, at a contested park (two moving walks waited there, one was taken off), the
-///   walk taken off if its timing fits four times better than the one passed over's: the
-///   guess was wrong ([`Continuation::Retaken`]).
 /// - Else a view with a walk waiting at a start; of several (the residual case), the one
 ///   whose walk is asking now. Walks that are moving come back within one round trip of
 ///   parking, so among parks younger than the in-progress window: the one whose age is
@@ -907,34 +976,6 @@ fn choose(at: &[AtStarts], timing: Timing) -> Option<(usize, Continuation)> {
             .enumerate()
             .filter_map(|(v, a)| Some((v, a.waiting?, a.turnaround)))
     };
-    let expect = |t: u16, typical: u32| if t > 0 { u32::from(t) } else { typical };
-    // A second request from where an ambiguous continuation took one of two walks off:
-    // this one is the other walk. Which is it, the one passed over (the guess was right)
-    // or the one taken off (it was wrong)? The same timing rule decides, on the real ages
-    // of both; a wrong guess then costs one walk its snapshot, not two.
-    if at.iter().any(|a| a.taken.is_some()) {
-        let candidates = at.iter().enumerate().flat_map(|(v, a)| {
-            let taken = a.taken.map(|t| (v, t.age, t.turnaround, true));
-            let waiting = a
-                .waiting
-                .map(|w| (v, a.passed_over.unwrap_or(w), a.turnaround, false));
-            taken.into_iter().chain(waiting)
-        });
-        let typical = timing.typical.max(1);
-        let score = |(_, age, t, _): &(usize, u32, u16, bool)| age.abs_diff(expect(*t, typical));
-        let best = |want: bool| {
-            candidates
-                .clone()
-                .filter(move |c| c.3 == want && c.1 < timing.in_progress)
-                .min_by_key(score)
-        };
-        match (best(true), best(false)) {
-            (Some(t), Some(w)) if score(&t) * 4 < score(&w) => {
-                return Some((t.0, Continuation::Retaken))
-            }
-            _ => {}
-        }
-    }
     let parked = |v: usize| {
         let how = if waiting().count() > 1 {
             Continuation::Ambiguous
@@ -956,7 +997,10 @@ fn choose(at: &[AtStarts], timing: Timing) -> Option<(usize, Continuation)> {
         None => moving().max_by_key(|(_, age, _)| *age),
     };
     let recent = waiting().min_by_key(|(_, age, _)| *age);
-    if let Some((v, ..)) = timed.or(recent.filter(|(_, age, _)| *age < timing.grace)) {
+    // A park passed over looks paused, but counts its real age against the pause grace.
+    let real_age = |v: usize, age: u32| at[v].passed_over.unwrap_or(age);
+    let within_grace = recent.filter(|&(v, age, _)| real_age(v, age) < timing.grace);
+    if let Some((v, ..)) = timed.or(within_grace) {
         return parked(v);
     }
     let went_on = at
@@ -1224,7 +1268,7 @@ mod tests {
     /// a request at 10 ms is taken to be A's. Returns the tracker at that point.
     fn contested() -> (WalkTracker, Arc<MibView>, Arc<MibView>, Instant) {
         let (mut w, a, b, t0) = two_views();
-        let at = |ms: u64| t0 + Duration::from_micros(ms);
+        let at = |us: u64| t0 + Duration::from_micros(us);
         let row3 = a.instance_of(&allocs(3)).unwrap();
         w.leave(&a, row3, 1, Leave::Park(Turnaround(100)), at(0));
         w.adopt(b.clone(), at(1_000));
@@ -1255,15 +1299,56 @@ mod tests {
     }
 
     #[test]
+    fn a_passed_over_park_is_no_walk_in_progress_to_join() {
+        let (w, _a, _b, t0) = contested();
+        // B's park looks paused: a new walk whose first answer is row 3 does not join it
+        // (after a wrong guess it is a dead park on an old snapshot).
+        let joined = w.joinable(
+            &allocs(3),
+            t0 + Duration::from_micros(10_100),
+            Duration::from_secs(10),
+        );
+        assert!(joined.is_none());
+    }
+
+    #[test]
+    fn a_pause_teaches_no_turnaround() {
+        let (mut w, a, _b, t0) = two_views();
+        let row2 = a.instance_of(&allocs(2)).unwrap();
+        w.leave(&a, row2, 1, Leave::Park(Turnaround(100)), t0);
+        // Back after 3 s, past the in-progress window (1 s here): a pause.
+        let c = w.continuation([allocs(2).as_slice()], 2, t0 + Duration::from_secs(3));
+        assert_eq!(c.how, Continuation::Parked);
+        assert_eq!(c.turnaround, Turnaround(100));
+        assert_eq!(w.typical, 0);
+        // Back within it: both averages learn.
+        let row3 = a.instance_of(&allocs(3)).unwrap();
+        w.leave(
+            &a,
+            row3,
+            2,
+            Leave::Park(c.turnaround),
+            t0 + Duration::from_secs(3),
+        );
+        let c = w.continuation(
+            [allocs(3).as_slice()],
+            3,
+            t0 + Duration::from_secs(3) + Duration::from_millis(14),
+        );
+        assert_eq!(c.turnaround, Turnaround((3 * 100 + 140 + 2) / 4));
+        assert_eq!(w.typical, 140);
+    }
+
+    #[test]
     fn the_next_request_from_a_contested_park_settles_a_right_guess() {
         let (mut w, _a, b, t0) = contested();
         // 3 ms after B parked: B is due, and A took its turn already.
         let (v, how) = w.continuation_any(&[&allocs(3)], t0 + Duration::from_micros(12_000));
         assert_eq!(how, Continuation::Parked);
         assert!(Arc::ptr_eq(&v.unwrap(), &b));
-        // The contest is over: a third request is no walk taken back.
-        let (_, how) = w.continuation_any(&[&allocs(3)], t0 + Duration::from_micros(12_100));
-        assert_ne!(how, Continuation::Retaken);
+        // The contest is over: the park A was taken off is no longer contested.
+        let row3 = w.views[0].view.instance_of(&allocs(3)).unwrap();
+        assert!(!w.views[0].parks[&row3].contested());
     }
 
     #[test]
