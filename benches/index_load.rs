@@ -2,7 +2,7 @@
 //! used to be quadratic in the number of entries).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memstat_agentx::index::StableIndexes;
+use memstat_agentx::index::TypeIndexes;
 use memstat_agentx::memstat::{Allocator, MemoryType};
 
 #[path = "common/mod.rs"]
@@ -16,7 +16,7 @@ fn load(c: &mut Criterion) {
     let types: Vec<MemoryType> = (0..entries)
         .map(|i| MemoryType::new(Allocator::Uma, format!("zone-{i:06}")))
         .collect();
-    let (mut indexes, problems) = StableIndexes::load(dir.path());
+    let (mut indexes, problems) = TypeIndexes::load(dir.path());
     assert!(problems.is_empty());
     let assigned = indexes.assign(&types);
     assert!(assigned.problems.is_empty(), "{:?}", assigned.problems);
@@ -25,7 +25,7 @@ fn load(c: &mut Criterion) {
     g.throughput(Throughput::Elements(entries as u64));
     g.bench_function(format!("{entries}_entries"), |b| {
         b.iter(|| {
-            let (loaded, problems) = StableIndexes::load(dir.path());
+            let (loaded, problems) = TypeIndexes::load(dir.path());
             assert!(problems.is_empty());
             assert_eq!(loaded.len(), entries);
             loaded

@@ -9,7 +9,7 @@
 use agentx_proto::oid::Oid;
 use agentx_proto::pdu::{Payload, Pdu, SearchRange, Value};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
+use memstat_agentx::agent::{Agent, AgentSettings, Handled, SiteSettings, WatchSettings};
 use memstat_agentx::config::RawSettings;
 use memstat_agentx::index::StableIndexes;
 use memstat_agentx::memstat::MemoryType;
@@ -26,6 +26,7 @@ const REPETITIONS: u32 = 10;
 fn settings() -> AgentSettings {
     AgentSettings {
         notify: WatchSettings::from(&RawSettings::default().convert().unwrap()),
+        sites: SiteSettings::default(),
         max_age: Duration::from_secs(3600),
         walk_window: Duration::from_secs(30),
     }

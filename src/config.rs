@@ -81,6 +81,8 @@ macro_rules! settings {
 
 const POSITIVE: Rule = Seconds { zero_ok: false };
 const OR_OFF: Rule = Seconds { zero_ok: true };
+/// The largest whole number a TOML file can write (its integers are signed 64-bit).
+const MAX_WHOLE: u64 = i64::MAX as u64;
 
 settings! {
     /// The AgentX master: an absolute socket path, unix:PATH or tcp:HOST:PORT.
@@ -125,6 +127,13 @@ settings! {
     notify_limit: bool = "notify-limit", Switch, default Some("true"), Applied;
     /// Send memSourceStale and memSourceRecovered when memSourceStatus changes.
     notify_source: bool = "notify-source", Switch, default Some("true"), Applied;
+    /// Bytes a call site of /proc/allocinfo must hold to be served in memAllocSiteTable; 0 serves every site.
+    /// A real kernel has thousands of sites, most holding a few KiB; those holding 1 MiB or
+    /// more are the tens to hundreds that say where memory goes.
+    allocinfo_min_bytes: u64 = "allocinfo-min-bytes", Whole { min: 0, max: MAX_WHOLE }, default Some("1048576"), Applied;
+    /// Seconds a served call site stays served after falling under allocinfo-min-bytes; 0 drops it at once.
+    /// Pollers poll every few minutes: an hour keeps rows from flapping in and out of their graphs.
+    allocinfo_hold: Duration = "allocinfo-hold", OR_OFF, default Some("3600"), Applied;
 }
 
 /// One setting's definition (see [`settings!`]).
@@ -143,7 +152,7 @@ pub struct Setting {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
     Seconds { zero_ok: bool },
-    Whole { min: u32, max: u32 },
+    Whole { min: u64, max: u64 },
     Switch,
     Text,
 }
@@ -382,19 +391,27 @@ impl Typed for Duration {
     }
 }
 
-impl Typed for u32 {
-    fn convert(v: Option<&Value>, rule: Rule) -> Result<u32, String> {
+impl Typed for u64 {
+    fn convert(v: Option<&Value>, rule: Rule) -> Result<u64, String> {
         let Whole { min, max } = rule else {
             return Err("not a whole-number setting".into());
         };
         let what = format!("a whole number from {min} to {max}");
         match v {
-            Some(Value::Integer(n)) => u32::try_from(*n)
+            Some(Value::Integer(n)) => u64::try_from(*n)
                 .ok()
                 .filter(|n| (min..=max).contains(n))
                 .ok_or(format!("{n}: must be {what}")),
             other => Err(expected(&what, other)),
         }
+    }
+}
+
+impl Typed for u32 {
+    /// A whole number whose rule keeps it within `u32`.
+    fn convert(v: Option<&Value>, rule: Rule) -> Result<u32, String> {
+        let n = u64::convert(v, rule)?;
+        u32::try_from(n).map_err(|_| format!("{n}: must be at most {}", u32::MAX))
     }
 }
 

@@ -46,6 +46,10 @@ enum Command {
         /// 15 (default: this host's release on FreeBSD, else 15)
         #[arg(long, value_name = "RELEASE", value_parser = parse_release)]
         vmstat_release: Option<Release>,
+        /// Show the N allocation call sites holding the most bytes (default: 20 in the
+        /// table, every site in JSON)
+        #[arg(long, value_name = "N")]
+        top: Option<usize>,
     },
     /// Give run's verdict on the settings, without starting anything, and print them.
     #[command(after_help = source::help_text())]
@@ -66,21 +70,26 @@ fn main() -> ExitCode {
             source,
             format,
             vmstat_release,
+            top,
         } => {
+            let conflict = |message: &str| -> ! {
+                use clap::CommandFactory;
+                Cli::command()
+                    .error(clap::error::ErrorKind::ArgumentConflict, message)
+                    .exit()
+            };
             let format = match (format, vmstat_release) {
-                (FormatArg::Table, None) => Format::Table,
-                (FormatArg::Json, None) => Format::Json,
+                (FormatArg::Table, None) => Format::Table { top },
+                (FormatArg::Json, None) => Format::Json { top },
+                (FormatArg::Vmstat, _) if top.is_some() => conflict(
+                    "--top chooses the call sites of --format table or json; \
+                     vmstat prints no call sites",
+                ),
                 (FormatArg::Vmstat, r) => Format::Vmstat(r.unwrap_or_else(vmstat::host_release)),
-                (_, Some(_)) => {
-                    use clap::CommandFactory;
-                    Cli::command()
-                        .error(
-                            clap::error::ErrorKind::ArgumentConflict,
-                            "--vmstat-release chooses the layout of --format vmstat; \
-                             it does not apply to --format table or json",
-                        )
-                        .exit()
-                }
+                (_, Some(_)) => conflict(
+                    "--vmstat-release chooses the layout of --format vmstat; \
+                     it does not apply to --format table or json",
+                ),
             };
             dump(&source, format)
         }
@@ -122,6 +131,7 @@ fn dump(source: &str, format: Format) -> ExitCode {
             let data = s.read().merged()?;
             let mut snap = Snapshot::new(0, SystemTime::now(), s.name(), data.types);
             snap.figures = data.figures;
+            snap.profiling = data.profiling;
             Ok(snap)
         });
     match result {

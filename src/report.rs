@@ -5,29 +5,45 @@
 //! `vmstat -z`, malloc types like `vmstat -m`, slab caches like `slabtop`, with every figure
 //! the snapshot has and kernel order. An absent figure is printed as `-`, never as 0.
 
-use crate::memstat::display::opt;
+use crate::memstat::allocinfo::Site;
+use crate::memstat::display::{escape_controls, opt};
 use crate::memstat::source::{FigureGroup, FigureObject, KernelKind, Role, SOURCES};
 use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot};
 use crate::vmstat::{self, Release, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
 use std::fmt::Write as _;
 
-/// Output formats of `dump`.
+/// Output formats of `dump`. `top` is how many allocation call sites to show, by bytes (the
+/// table shows [`DEFAULT_TOP_SITES`] when it is not given, JSON every site).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    Table,
-    Json,
+    Table {
+        top: Option<usize>,
+    },
+    Json {
+        top: Option<usize>,
+    },
     /// What `vmstat -m -z` of this FreeBSD release prints to a pipe; refused for slab rows.
     Vmstat(Release),
 }
 
+/// The call sites the table shows when `--top` is not given: a screenful.
+pub const DEFAULT_TOP_SITES: usize = 20;
+
 pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
     match format {
-        Format::Json => {
-            let mut j = fixture::to_json(s);
+        Format::Json { top } => {
+            let mut s = s.clone();
+            if let Some(p) = &mut s.profiling {
+                p.sites = top_sites(&p.sites, top.unwrap_or(usize::MAX))
+                    .into_iter()
+                    .cloned()
+                    .collect();
+            }
+            let mut j = fixture::to_json(&s);
             j.push('\n');
             Ok(j)
         }
-        Format::Table => Ok(table(s)),
+        Format::Table { top } => Ok(table(s, top.unwrap_or(DEFAULT_TOP_SITES))),
         Format::Vmstat(release) => {
             // The size masks index the running kernel's malloc zone table: read it when the
             // snapshot is the running kernel's, else use FreeBSD's (the same in 13 to 15.0).
@@ -211,16 +227,71 @@ fn figure_group(out: &mut String, s: &Snapshot, g: &FigureGroup) {
     );
 }
 
-/// The table: the kernel's memory by kind, the sources' groups of figures (the ZFS ARC),
-/// then one section per allocator present, in the order malloc, UMA, slab.
-pub fn table(s: &Snapshot) -> String {
+/// The `top` sites holding the most bytes, most first (ties in the kernel's order).
+pub fn top_sites(sites: &[Site], top: usize) -> Vec<&Site> {
+    let mut v: Vec<&Site> = sites.iter().collect();
+    v.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+    v.truncate(top);
+    v
+}
+
+/// The allocation call sites: the state of profiling, then the `top` sites by bytes. Empty
+/// when no source reads profiling.
+pub fn call_sites(s: &Snapshot, top: usize) -> String {
+    let Some(p) = &s.profiling else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let shown = top_sites(&p.sites, top);
+    let _ = writeln!(
+        out,
+        "ALLOCATION CALL SITES: profiling {}; {} of {} sites ({} rows), by bytes",
+        p.state.describe(),
+        shown.len(),
+        p.sites.len(),
+        p.rows
+    );
+    if shown.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:>16} {:>10} {:>8} {:<16} {:<32} FILE:LINE",
+        "BYTES", "CALLS", "ACCURATE", "MODULE", "FUNCTION"
+    );
+    for site in shown {
+        let _ = writeln!(
+            out,
+            "{:>16} {:>10} {:>8} {:<16} {:<32} {}:{}",
+            site.bytes,
+            site.calls,
+            if site.accurate { "yes" } else { "no" },
+            escape_controls(if site.module.is_empty() {
+                "-"
+            } else {
+                &site.module
+            }),
+            escape_controls(&site.function),
+            escape_controls(&site.file),
+            site.line
+        );
+    }
+    out
+}
+
+/// The table: the kernel's memory by kind, the sources' groups of figures (the ZFS ARC), the
+/// `top` allocation call sites, then one section per allocator present, in the order malloc,
+/// UMA, slab.
+pub fn table(s: &Snapshot, top: usize) -> String {
     let mut out = overview(s);
-    let groups = figure_groups(s);
-    if !groups.is_empty() {
+    for section in [figure_groups(s), call_sites(s, top)] {
+        if section.is_empty() {
+            continue;
+        }
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(&groups);
+        out.push_str(&section);
     }
     for alloc in Allocator::ALL {
         let rows: Vec<&MemoryType> = s.iter().filter(|t| t.allocator == alloc).collect();
@@ -258,7 +329,7 @@ mod tests {
         t.sleeps = Some(0);
         t.xdomain = Some(0);
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), vec![t]);
-        let out = table(&s);
+        let out = table(&s, DEFAULT_TOP_SITES);
         let row = out.lines().nth(1).unwrap();
         assert_eq!(
             row,
@@ -273,14 +344,14 @@ mod tests {
             types.push(MemoryType::new(alloc, "evil\x1b[2J\x07\u{85}\\x\ttab"));
         }
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), types);
-        let out = table(&s);
+        let out = table(&s, DEFAULT_TOP_SITES);
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
         assert_eq!(
             out.matches("evil\\x1b[2J\\x07\\x85\\\\x\\x09tab").count(),
             3,
             "{out}"
         );
-        let json = render(&s, Format::Json).unwrap();
+        let json = render(&s, Format::Json { top: None }).unwrap();
         assert!(
             json.contains("evil\\u001b[2J\\u0007\u{85}\\\\x\\ttab"),
             "{json}"
@@ -292,7 +363,7 @@ mod tests {
         let mut t = MemoryType::new(Allocator::Slab, "dentry");
         t.size = Some(192);
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), vec![t]);
-        let out = table(&s);
+        let out = table(&s, DEFAULT_TOP_SITES);
         assert!(out.lines().nth(1).unwrap().contains(" - "), "{out}");
     }
 
@@ -313,7 +384,7 @@ mod tests {
         ] {
             s.figures.insert(figure.into(), kb * 1024);
         }
-        let out = table(&s);
+        let out = table(&s, DEFAULT_TOP_SITES);
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("KERNEL MEMORY"), "{out}");
         let row = |i: usize| lines[i].split_whitespace().collect::<Vec<_>>();
@@ -357,7 +428,7 @@ mod tests {
         s.figures.insert(count.figure.into(), 0);
         assert_eq!(figure_groups(&s), "", "statistics 0: nothing printed");
         s.figures.insert(count.figure.into(), 30);
-        let out = table(&s);
+        let out = table(&s, DEFAULT_TOP_SITES);
         let lines: Vec<&str> = out.lines().collect();
         // After the overview (whose zfsArc row is the size), before the allocators.
         assert!(lines[0].starts_with("KERNEL MEMORY"), "{out}");
@@ -406,7 +477,7 @@ mod tests {
         // An absent statistic is a dash, never 0.
         let mru = objects.iter().find(|o| o.role == Role::OtherSplit).unwrap();
         s.figures.remove(mru.figure);
-        let out = table(&s);
+        let out = table(&s, DEFAULT_TOP_SITES);
         let line = out.lines().find(|l| l.contains(mru.name)).unwrap();
         assert_eq!(line.split_whitespace().nth(2), Some("-"), "{out}");
     }

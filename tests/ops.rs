@@ -256,6 +256,62 @@ fn deadline_needs_root_with_user_the_daemon_reads_slabinfo_unprivileged_and_reco
     wait_until_served(snmpd.port, Duration::from_secs(3), &daemon);
 }
 
+/// A root-only copy of /proc/allocinfo (mode 0400, owned by root), as the kernel's file is:
+/// opened before the privilege drop, and read through the kept descriptor after it.
+#[test]
+#[ignore = "needs root: scripts/test runs it as root"]
+fn needs_root_with_user_the_daemon_reads_a_root_only_allocinfo_after_dropping() {
+    assert!(memstat_agentx::privdrop::is_root(), "needs root");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.path().join("allocinfo");
+    let text = |bytes: u64| {
+        format!(
+            "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n{bytes:12} {:8} mm/a.c:1 func:f \n",
+            1
+        )
+    };
+    std::fs::write(&file, text(2 << 20)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let snmpd = Snmpd::start_with_perms(dir.path(), Transport::Unix, "0660 0755 root nogroup");
+    let state = dir.path().join("state").display().to_string();
+    let src = format!("allocinfo:{}", file.display());
+    let daemon = Daemon::start(
+        &snmpd,
+        &[
+            "--source",
+            &src,
+            "--user",
+            "nobody",
+            "--max-age",
+            "0.05",
+            // Walks back to back keep their snapshot for max-age plus the window.
+            "--walk-window",
+            "0.2",
+            "--state-dir",
+            &state,
+        ],
+    );
+    let bytes_col = format!("{ROOT}.1.8.4.1.6");
+    let bytes = |port| -> Vec<String> {
+        bulkwalk(port, &bytes_col, &[])
+            .into_iter()
+            .map(|l| l.value)
+            .collect()
+    };
+    assert_eq!(bytes(snmpd.port), [(2u64 << 20).to_string()]);
+    // Rewritten in place (the kernel's file keeps its inode): the unprivileged daemon, which
+    // could not open it again, reads the new figure through the descriptor it kept.
+    std::fs::write(&file, text(3 << 20)).unwrap();
+    wait_until(
+        "the new figure, read after the privilege drop",
+        || bytes(snmpd.port) == [(3u64 << 20).to_string()],
+        || daemon.log_text(),
+    );
+    let status = get(snmpd.port, &[&format!("{ROOT}.1.1.8.0")]);
+    assert_eq!(status[0].value, "1", "source status ok");
+}
+
 /// A configuration file replaced by a FIFO, then SIGHUP: the reload is refused without
 /// waiting for a writer, walks go on, and SIGTERM still ends the daemon at once. A change
 /// of a setting a reload cannot apply is logged as such. (The FIFO is refused before any
@@ -380,16 +436,6 @@ fn sighup_changes_the_log_level() {
     let text = log_text();
     assert_eq!(text.matches("configuration reloaded").count(), 1, "{text}");
     assert_eq!(text.matches("restart applies that").count(), 1, "{text}");
-}
-
-/// Ends a daemon started with Command when the test ends, passed or failed.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// A reload sent while the daemon is still starting (`service reload` right after `start`)

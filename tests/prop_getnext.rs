@@ -34,8 +34,9 @@ mod full_type;
 
 use agentx_proto::oid::Oid;
 use agentx_proto::pdu::{Payload, Pdu, ResError, SearchRange, Value};
-use memstat_agentx::agent::{Agent, AgentSettings, Handled, WatchSettings};
-use memstat_agentx::index::StableIndexes;
+use memstat_agentx::agent::{Agent, AgentSettings, Handled, SiteSettings, WatchSettings};
+use memstat_agentx::index::{SiteIndexes, StableIndexes};
+use memstat_agentx::memstat::allocinfo::{Profiling, ProfilingState, Site};
 use memstat_agentx::memstat::source::SOURCES;
 use memstat_agentx::memstat::{Allocator, MemoryType, PerCpu, SourceData, SourceError, SourceRead};
 use memstat_agentx::mib::{object_defs, Access, DaemonStatus, SourceStatus};
@@ -132,12 +133,16 @@ fn allocator_number(a: Allocator) -> u32 {
     }
 }
 
+/// The default allocinfo-min-bytes: a site is a row of memAllocSiteTable from 1 MiB.
+const SITE_MIN_BYTES: u64 = 1 << 20;
+
 fn expected(
     types: &[MemoryType],
     indexes: &[u32],
     discontinuity: &[u32],
     st: &DaemonStatus,
     figures: &BTreeMap<String, u64>,
+    sites: Option<&SitesRead>,
 ) -> Vec<(Vec<u32>, Value)> {
     let mut out: Vec<(Vec<u32>, Value)> = Vec::new();
     let mut put = |oid: Vec<u32>, v: Option<Value>| {
@@ -305,8 +310,50 @@ fn expected(
         }
     }
 
+    // memstatAllocinfo: R.1.8.N.0 while a source reads profiling; memAllocSiteTable
+    // R.1.8.4.1.col.index for the sites holding at least allocinfo-min-bytes (no earlier
+    // snapshot had sites, so none is held under it). A site appears with the snapshot
+    // served: 0 when that is the first snapshot, else the master's sysUpTime then.
+    if let Some(read) = sites {
+        let served: Vec<&(Site, u32)> = read
+            .sites
+            .iter()
+            .filter(|(s, _)| s.bytes >= SITE_MIN_BYTES)
+            .collect();
+        put(r(&[1, 8, 1, 0]), Some(Value::Integer(read.state as i32)));
+        put(
+            r(&[1, 8, 2, 0]),
+            Some(Value::Gauge32(read.sites.len() as u32)),
+        );
+        put(r(&[1, 8, 3, 0]), Some(Value::Gauge32(served.len() as u32)));
+        for (site, idx) in served {
+            let cols: [(u32, Value); 8] = [
+                (2, admin_string(&site.file)),
+                (3, Value::Gauge32(site.line)),
+                (4, admin_string(&site.function)),
+                (5, admin_string(&site.module)),
+                (6, Value::Counter64(site.bytes)),
+                (7, Value::Counter64(site.calls)),
+                (8, truth(site.accurate)),
+                (9, Value::TimeTicks(read.discontinuity)),
+            ];
+            for (col, v) in cols {
+                put(r(&[1, 8, 4, 1, col, *idx]), Some(v));
+            }
+        }
+    }
+
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
+}
+
+/// What the good read gave of allocation profiling, each site with the index its state file
+/// gives it, and the discontinuity time the sites of the served snapshot have.
+#[derive(Clone, Debug)]
+struct SitesRead {
+    state: ProfilingState,
+    sites: Vec<(Site, u32)>,
+    discontinuity: u32,
 }
 
 /// The successor by linear scan: the first object after `start` (or at it, with `include`)
@@ -344,6 +391,7 @@ fn settings() -> AgentSettings {
         ),
         max_age: MAX_AGE,
         walk_window: Duration::from_secs(30),
+        sites: SiteSettings::default(),
     }
 }
 
@@ -474,6 +522,24 @@ fn state_dir(types: &[MemoryType], indexes: &[u32]) -> tempfile::TempDir {
     dir
 }
 
+/// sites.json with the scenario's sites at their indexes (never served: last_served 0).
+fn write_sites_state(dir: &std::path::Path, sc: &Scenario) {
+    let Some((_, sites)) = &sc.profiling else {
+        return;
+    };
+    let entries: Vec<serde_json::Value> = sites
+        .iter()
+        .map(|(s, i)| {
+            serde_json::json!({
+                "file": s.file, "line": s.line, "module": s.module, "function": s.function,
+                "index": i, "last_served": 0,
+            })
+        })
+        .collect();
+    let body = serde_json::json!({ "version": 1, "entries": entries });
+    std::fs::write(dir.join("sites.json"), body.to_string()).unwrap();
+}
+
 /// Whether a type was in the earlier snapshot, and how.
 #[derive(Clone, Copy, Debug)]
 enum Before {
@@ -514,6 +580,8 @@ struct Scenario {
     /// The kernel-wide figures of the good read: some of the kinds' figures, and one no
     /// kind serves.
     figures: BTreeMap<String, u64>,
+    /// The good read's allocation profiling, each site with its index in the state file.
+    profiling: Option<(ProfilingState, Vec<(Site, u32)>)>,
 }
 
 /// An agent that went through `sc` with the snapshot `types`, keys given `indexes`; and the
@@ -524,8 +592,12 @@ fn serve(types: &[MemoryType], indexes: &[u32], sc: &Scenario) -> (Served, Vec<u
     let dir = state_dir(types, indexes);
     let (loaded, problems) = StableIndexes::load(dir.path());
     assert!(problems.is_empty(), "{problems:?}");
+    write_sites_state(dir.path(), sc);
+    let (sites, problems) = SiteIndexes::load(dir.path());
+    assert!(problems.is_empty(), "{problems:?}");
     let t0 = Instant::now();
-    let mut agent = Agent::new(std::slice::from_ref(&sc.source), loaded, settings(), t0);
+    let mut agent = Agent::new(std::slice::from_ref(&sc.source), loaded, settings(), t0)
+        .with_site_indexes(sites);
     agent.set_persistence_off(sc.persistence.clone().map(StateDirProblem::Unsafe));
     agent.notifications_sent(sc.sent);
     agent.notifications_dropped(sc.dropped);
@@ -574,6 +646,11 @@ fn serve(types: &[MemoryType], indexes: &[u32], sc: &Scenario) -> (Served, Vec<u
         parts: vec![Ok(SourceData {
             types: types.to_vec(),
             figures: sc.figures.clone(),
+            profiling: sc.profiling.as_ref().map(|(state, sites)| Profiling {
+                state: *state,
+                rows: sites.len() as u64,
+                sites: sites.iter().map(|(s, _)| s.clone()).collect(),
+            }),
         })],
     };
     agent.read_finished(good, at);
@@ -796,6 +873,7 @@ fn arb_scenario(types: usize) -> impl Strategy<Value = Scenario> {
             prop_oneof![Just(0u64), any::<u64>()],
         ),
         arb_figures(),
+        proptest::option::of(arb_profiling()),
     )
         .prop_map(
             |(
@@ -807,6 +885,7 @@ fn arb_scenario(types: usize) -> impl Strategy<Value = Scenario> {
                 persistence,
                 (sent, dropped),
                 figures,
+                profiling,
             )| {
                 Scenario {
                     source,
@@ -818,9 +897,70 @@ fn arb_scenario(types: usize) -> impl Strategy<Value = Scenario> {
                     sent,
                     dropped,
                     figures,
+                    profiling,
                 }
             },
         )
+}
+
+fn arb_profiling_state() -> impl Strategy<Value = ProfilingState> {
+    prop_oneof![
+        Just(ProfilingState::NotCompiled),
+        Just(ProfilingState::Unavailable),
+        Just(ProfilingState::Off),
+        Just(ProfilingState::On),
+    ]
+}
+
+/// Up to six sites of distinct keys (the function tells them apart), with bytes about the
+/// default threshold, each with a distinct index.
+fn arb_profiling() -> impl Strategy<Value = (ProfilingState, Vec<(Site, u32)>)> {
+    let site = (
+        arb_name(),
+        any::<u32>(),
+        prop_oneof![Just(String::new()), Just("xfs".to_string())],
+        prop_oneof![
+            Just(0u64),
+            Just(SITE_MIN_BYTES - 1),
+            Just(SITE_MIN_BYTES),
+            any::<u64>()
+        ],
+        any::<u64>(),
+        any::<bool>(),
+    );
+    (arb_profiling_state(), proptest::collection::vec(site, 0..6))
+        .prop_flat_map(|(state, sites)| {
+            let n = sites.len();
+            let pool: Vec<u32> = (1u32..=12).chain([500, u32::MAX]).collect();
+            (
+                Just(state),
+                Just(sites),
+                proptest::sample::subsequence(pool, n).prop_shuffle(),
+            )
+        })
+        .prop_map(|(state, sites, indexes)| {
+            let sites = sites
+                .into_iter()
+                .enumerate()
+                .zip(indexes)
+                .map(
+                    |((i, (file, line, module, bytes, calls, accurate)), index)| {
+                        let site = Site {
+                            file,
+                            line,
+                            module,
+                            function: format!("f{i}"),
+                            bytes,
+                            calls,
+                            accurate,
+                            rows: 1,
+                        };
+                        (site, index)
+                    },
+                )
+                .collect();
+            (state, sites)
+        })
 }
 
 /// A snapshot with one distinct memTypeIndex per type, and what the agent went through.
@@ -902,7 +1042,15 @@ proptest! {
             Reads::Failed(_) => (&[], BTreeMap::new()),
             _ => (&types, sc.figures.clone()),
         };
-        let all = expected(served, &indexes, &disc, &st, &figures);
+        let sites = match (&sc.reads, &sc.profiling) {
+            (Reads::Failed(_), _) | (_, None) => None,
+            (_, Some((state, sites))) => Some(SitesRead {
+                state: *state,
+                sites: sites.clone(),
+                discontinuity: sc.before.as_ref().map_or(0, |(master_now, _)| *master_now),
+            }),
+        };
+        let all = expected(served, &indexes, &disc, &st, &figures, sites.as_ref());
         let instances: HashSet<&[u32]> = all.iter().map(|(o, _)| o.as_slice()).collect();
 
         for chunk in all.chunks(8) {
@@ -1072,7 +1220,22 @@ fn the_model_has_every_object_the_mib_defines() {
         .into_iter()
         .map(|f| (f.to_string(), 1))
         .collect();
-    let all = expected(&[t], &[1], &[0], &st, &figures);
+    let site = Site {
+        file: "mm/a.c".into(),
+        line: 1,
+        module: String::new(),
+        function: "f".into(),
+        bytes: SITE_MIN_BYTES,
+        calls: 1,
+        accurate: true,
+        rows: 1,
+    };
+    let sites = SitesRead {
+        state: ProfilingState::On,
+        sites: vec![(site, 1)],
+        discontinuity: 0,
+    };
+    let all = expected(&[t], &[1], &[0], &st, &figures, Some(&sites));
     let accessible: Vec<(&str, Vec<u32>)> = object_defs()
         .into_iter()
         .filter(|d| d.access == Access::ReadOnly)

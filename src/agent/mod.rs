@@ -5,6 +5,7 @@
 //! made of each have one job and their own tests:
 //! - [`store`]: the refresh policy, the refresh statistics and the current view;
 //! - [`rows`]: stable row indexes, discontinuity times and the master's clock;
+//! - [`sites`]: which allocation call sites are served, their indexes and discontinuities;
 //! - [`walks`]: the live views and the walks parked on them;
 //! - [`scalars`]: the daemon's own scalars;
 //! - [`watch`]: the samples for notifications, and what each one sends.
@@ -18,11 +19,12 @@
 
 pub(crate) mod rows;
 pub(crate) mod scalars;
+pub(crate) mod sites;
 pub(crate) mod store;
 pub(crate) mod walks;
 pub mod watch;
 
-use crate::index::{IndexError, StableIndexes};
+use crate::index::{IndexError, SiteIndexes, TypeIndexes};
 use crate::logging::RateLimited;
 use crate::memstat::{MemoryType, SourceError, SourceRead};
 use crate::mib::{self, DaemonStatus, MibView, Notification, SourceStatus, StatusView};
@@ -34,6 +36,8 @@ use agentx_proto::pdu::{
 use agentx_proto::value::Value;
 use rows::RowIdentity;
 use scalars::DaemonScalars;
+use sites::SiteIdentity;
+pub use sites::SiteSettings;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +65,8 @@ pub struct AgentSettings {
     pub walk_window: Duration,
     /// Sampling and notifications.
     pub notify: WatchSettings,
+    /// Which allocation call sites are served.
+    pub sites: SiteSettings,
 }
 
 /// What [`Agent::handle`] did.
@@ -88,6 +94,7 @@ pub struct WalkStats {
 pub struct Agent {
     store: SnapshotStore,
     rows: RowIdentity,
+    sites: SiteIdentity,
     walks: WalkTracker,
     scalars: DaemonScalars,
     settings: AgentSettings,
@@ -116,13 +123,14 @@ impl Agent {
     /// `source` setting and of every read's parts).
     pub fn new(
         sources: &[String],
-        indexes: StableIndexes,
+        indexes: TypeIndexes,
         settings: AgentSettings,
         now: Instant,
     ) -> Agent {
         Agent {
             store: SnapshotStore::new(sources, settings.max_age),
             rows: RowIdentity::new(indexes),
+            sites: SiteIdentity::new(SiteIndexes::in_memory()),
             walks: WalkTracker::new(settings.walk_window, settings.max_age, WalkPolicy::DEFAULT),
             scalars: DaemonScalars::new(now),
             settings,
@@ -170,11 +178,22 @@ impl Agent {
         }
     }
 
+    /// Keeps the call sites' indexes in `indexes` (a state file's) instead of memory alone.
+    pub fn with_site_indexes(mut self, indexes: SiteIndexes) -> Agent {
+        self.sites = SiteIdentity::new(indexes);
+        self
+    }
+
     pub fn settings(&self) -> AgentSettings {
         self.settings
     }
 
     pub fn set_settings(&mut self, settings: AgentSettings) {
+        if settings.sites != self.settings.sites {
+            // The served sites are chosen when a snapshot is laid out: the next one applies
+            // the new choice.
+            self.store.invalidate();
+        }
         self.settings = settings;
         self.store.set_max_age(settings.max_age);
         self.walks
@@ -292,7 +311,12 @@ impl Agent {
             self.store.invalidate();
             return;
         }
-        let (view, problems) = self.rows.lay_out(snap, now);
+        let master_now = self.rows.clock().now(now).unwrap_or(0);
+        let (sites, mut problems) = self
+            .sites
+            .choose(&snap, self.settings.sites, master_now, now);
+        let (view, type_problems) = self.rows.lay_out(snap, sites, now);
+        problems.extend(type_problems);
         self.index_problems(problems, now);
         let view = Arc::new(view);
         self.walks.adopt(view.clone(), now);
@@ -321,6 +345,7 @@ impl Agent {
         self.watcher.rebaseline();
         if master_restarted {
             self.rows.master_restarted();
+            self.sites.master_restarted();
             self.store.invalidate();
         }
     }

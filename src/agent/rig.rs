@@ -122,11 +122,12 @@ impl Rig {
         let t0 = Instant::now();
         let settings = AgentSettings {
             notify: super::WatchSettings::defaults(),
+            sites: super::SiteSettings::default(),
             max_age,
             walk_window,
         };
         Rig {
-            agent: Agent::new(&["test".into()], StableIndexes::in_memory(), settings, t0),
+            agent: Agent::new(&["test".into()], TypeIndexes::in_memory(), settings, t0),
             kernel,
             t0,
             now: t0,

@@ -1,13 +1,13 @@
 //! Row identity: which memTypeIndex a memory type has, and since when its counters run.
 //!
-//! memTypeIndex comes from [`StableIndexes`] (kept across restarts), and
+//! memTypeIndex comes from [`TypeIndexes`] (kept across restarts), and
 //! memTypeDiscontinuityTime from the history of each row key. Discontinuity times are
 //! TimeStamps, values of the master's sysUpTime, so the master's clock lives here too: it is
 //! learnt from the sysUpTime of the master's Responses.
 
-use crate::index::{IndexError, StableIndexes};
+use crate::index::{IndexError, TypeIndexes};
 use crate::memstat::{Snapshot, TypeKey};
-use crate::mib::MibView;
+use crate::mib::{MibView, SiteRow};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +38,10 @@ impl MasterClock {
 #[derive(Default)]
 struct Discontinuity {
     seen: HashMap<TypeKey, (Option<u64>, u32, u64)>,
+    /// The generation of the last snapshot laid out. A row it did not list appeared since;
+    /// a snapshot read but dropped before its layout (a late read) skips a number without
+    /// making every row new.
+    last_generation: Option<u64>,
 }
 
 impl Discontinuity {
@@ -46,6 +50,7 @@ impl Discontinuity {
     /// vanishing, or whose allocation counter went backwards gets `now`.
     fn update(&mut self, snap: &Snapshot, first: bool, now: u32) -> Vec<u32> {
         let gen = snap.generation;
+        let last = self.last_generation.replace(gen);
         snap.types
             .iter()
             .map(|t| {
@@ -54,7 +59,7 @@ impl Discontinuity {
                 let disc = match entry {
                     _ if first => 0,
                     None => now,
-                    Some((_, _, last_gen)) if last_gen + 1 != gen => now,
+                    Some((_, _, seen_in)) if Some(seen_in) != last => now,
                     Some((Some(prev), _, _)) if t.allocs.is_some_and(|a| a < prev) => now,
                     Some((_, d, _)) => d,
                 };
@@ -67,7 +72,7 @@ impl Discontinuity {
 
 /// Stable indexes, discontinuity times, and the master's clock.
 pub(crate) struct RowIdentity {
-    indexes: StableIndexes,
+    indexes: TypeIndexes,
     discontinuity: Discontinuity,
     clock: MasterClock,
     /// Whether a snapshot was laid out before: the first one's rows were present at
@@ -78,7 +83,7 @@ pub(crate) struct RowIdentity {
 }
 
 impl RowIdentity {
-    pub(crate) fn new(indexes: StableIndexes) -> RowIdentity {
+    pub(crate) fn new(indexes: TypeIndexes) -> RowIdentity {
         RowIdentity {
             indexes,
             discontinuity: Discontinuity::default(),
@@ -107,14 +112,20 @@ impl RowIdentity {
     /// Lays `snap` out as MEMSTAT-MIB with its rows' indexes and discontinuity times. A type
     /// that gets no index (the index space is full) is left out of the view; the problems
     /// are returned for the caller to log.
-    pub(crate) fn lay_out(&mut self, snap: Snapshot, now: Instant) -> (MibView, Vec<IndexError>) {
+    /// `sites` are the call sites the view serves (see `agent::sites`).
+    pub(crate) fn lay_out(
+        &mut self,
+        snap: Snapshot,
+        sites: Vec<SiteRow>,
+        now: Instant,
+    ) -> (MibView, Vec<IndexError>) {
         let first = !std::mem::replace(&mut self.laid_out, true);
         let assigned = self.indexes.assign(&snap.types);
         let master_now = self.clock.now(now).unwrap_or(0);
         let disc = self.discontinuity.update(&snap, first, master_now);
         let view = if assigned.indexes.iter().all(Option::is_some) {
             let idx: Vec<u32> = assigned.indexes.iter().flatten().copied().collect();
-            MibView::new(Arc::new(snap), &idx, &disc)
+            MibView::with_sites(Arc::new(snap), &idx, &disc, sites)
         } else {
             // Rare: only a full index space gets here. Serve the rows that have an index.
             let (generation, taken_at) = (snap.generation, snap.taken_at());
@@ -145,13 +156,16 @@ impl RowIdentity {
             }
             let mut kept = Snapshot::new(generation, taken_at, snap.source, types);
             kept.figures = snap.figures;
+            kept.profiling = snap.profiling;
             kept.parts = parts;
-            MibView::new(Arc::new(kept), &idx, &d)
+            MibView::with_sites(Arc::new(kept), &idx, &d, sites)
         };
         let mut problems = assigned.problems;
-        let full = problems.iter().any(|p| matches!(p, IndexError::Full));
+        let full = problems
+            .iter()
+            .any(|p| matches!(p, IndexError::Full { .. }));
         if full && self.full_reported {
-            problems.retain(|p| !matches!(p, IndexError::Full));
+            problems.retain(|p| !matches!(p, IndexError::Full { .. }));
         }
         self.full_reported = full;
         (view, problems)
@@ -193,6 +207,12 @@ mod tests {
             d.update(&snap(4, &[("a", 8), ("c", 9)]), false, 400),
             [0, 400]
         );
+        // Generation 5 was read but dropped before its layout: 6 follows 4, and its rows
+        // are the same rows.
+        assert_eq!(
+            d.update(&snap(6, &[("a", 9), ("c", 10)]), false, 600),
+            [0, 400]
+        );
     }
 
     #[test]
@@ -207,12 +227,12 @@ mod tests {
     #[test]
     fn rows_keep_their_index_and_late_rows_get_the_master_time() {
         let t0 = Instant::now();
-        let mut r = RowIdentity::new(StableIndexes::in_memory());
+        let mut r = RowIdentity::new(TypeIndexes::in_memory());
         r.master_uptime(1000, t0);
-        let (v1, p) = r.lay_out(snap(1, &[("a", 1), ("b", 1)]), t0);
+        let (v1, p) = r.lay_out(snap(1, &[("a", 1), ("b", 1)]), Vec::new(), t0);
         assert!(p.is_empty());
         let later = t0 + Duration::from_secs(1);
-        let (v2, _) = r.lay_out(snap(2, &[("c", 1), ("a", 2), ("b", 2)]), later);
+        let (v2, _) = r.lay_out(snap(2, &[("c", 1), ("a", 2), ("b", 2)]), Vec::new(), later);
         let rows = |v: &MibView| {
             v.rows()
                 .map(|(row, t)| (t.name.clone(), row.index, row.discontinuity))
@@ -228,7 +248,7 @@ mod tests {
             ]
         );
         r.master_restarted();
-        let (v3, _) = r.lay_out(snap(3, &[("c", 2), ("a", 3), ("b", 3)]), later);
+        let (v3, _) = r.lay_out(snap(3, &[("c", 2), ("a", 3), ("b", 3)]), Vec::new(), later);
         assert!(v3.rows().all(|(row, _)| row.discontinuity == 0));
     }
 }

@@ -141,6 +141,7 @@ impl SnapshotStore {
         let mut first_error = None;
         let mut types = Vec::new();
         let mut figures = Figures::new();
+        let mut profiling = None;
         let mut extents = Vec::with_capacity(self.sources.len());
         let mut any_good = false;
         let current = self.current.as_ref().map(|(v, _)| v.snapshot().clone());
@@ -168,12 +169,22 @@ impl SnapshotStore {
                     for (name, value) in &data.figures {
                         add_figure(name, *value);
                     }
+                    // The first source to read allocation profiling gives it, as figures.
+                    if profiling.is_none() && data.profiling.is_some() {
+                        profiling = data.profiling;
+                        part.profiling = true;
+                    }
                 }
                 Err(e) => {
                     if let Some(old) = &current {
                         types.extend_from_slice(old.part(i).unwrap_or_default());
                         for (name, value) in old.part_figures(i) {
                             add_figure(name, *value);
+                        }
+                        let gave = old.parts.get(i).is_some_and(|p| p.profiling);
+                        if gave && profiling.is_none() {
+                            profiling.clone_from(&old.profiling);
+                            part.profiling = true;
                         }
                     }
                     first_error.get_or_insert_with(|| e.clone());
@@ -194,6 +205,7 @@ impl SnapshotStore {
         self.generation += 1;
         let mut snap = Snapshot::new(self.generation, now, self.source_name.clone(), types);
         snap.figures = figures;
+        snap.profiling = profiling;
         snap.parts = extents;
         Ok(snap)
     }

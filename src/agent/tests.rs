@@ -585,9 +585,10 @@ fn each_source_that_turns_stale_or_recovers_is_named() {
         max_age: Duration::from_secs(5),
         walk_window: Duration::from_secs(30),
         notify: WatchSettings::defaults(),
+        sites: super::SiteSettings::default(),
     };
     let names = ["a".to_string(), "b".to_string()];
-    let mut agent = Agent::new(&names, StableIndexes::in_memory(), settings, t0);
+    let mut agent = Agent::new(&names, TypeIndexes::in_memory(), settings, t0);
     let good = || Ok(SourceData::from(vec![MemoryType::new(Allocator::Uma, "z")]));
     let bad = || {
         Err(SourceError::Unavailable {

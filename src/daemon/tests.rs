@@ -5,7 +5,7 @@
 //! what the daemon does (a PDU, a read asked for, a connection, the loop ending).
 
 use super::*;
-use crate::agent::WatchSettings;
+use crate::agent::{SiteSettings, WatchSettings};
 use crate::index::StableIndexes;
 use crate::memstat::{Allocator, MemoryType};
 use agentx_proto::frame::{Frame, Splitter};
@@ -69,6 +69,7 @@ fn settings(max_age: Duration) -> AgentSettings {
         max_age,
         walk_window: Duration::from_secs(10),
         notify,
+        sites: SiteSettings::default(),
     }
 }
 

@@ -494,3 +494,174 @@ fn the_saved_fuzz_inputs_read_as_named() {
         .to_string();
     assert!(e.contains("line 3") && e.contains("cut short"), "{e}");
 }
+
+// --- the source's states -----------------------------------------------------------------
+
+/// A fake /proc: `allocinfo` and `sys/vm/mem_profiling` in a temporary directory, each
+/// present or not.
+struct FakeProc {
+    dir: tempfile::TempDir,
+}
+
+impl FakeProc {
+    fn new() -> FakeProc {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/vm")).unwrap();
+        FakeProc { dir }
+    }
+    fn file(&self) -> std::path::PathBuf {
+        self.dir.path().join("allocinfo")
+    }
+    fn switch(&self) -> std::path::PathBuf {
+        self.dir.path().join("sys/vm/mem_profiling")
+    }
+    fn write_file(&self, text: &str) {
+        // Written in place, as the kernel's file keeps its inode.
+        std::fs::write(self.file(), text).unwrap();
+    }
+    fn set_switch(&self, value: &str) {
+        std::fs::write(self.switch(), value).unwrap();
+    }
+    /// The reader of the kernel's own file: absence is a state.
+    fn open(&self) -> Result<AllocinfoReader, SourceError> {
+        AllocinfoReader::open(&self.file(), Some(&self.switch()))
+    }
+}
+
+fn read_state(r: &mut AllocinfoReader) -> Profiling {
+    r.read().unwrap().profiling.expect("the source always says")
+}
+
+fn two_sites() -> String {
+    header("1.0")
+        + &core(4 << 20, 10, "mm/a.c:1", "a")
+        + &row(8192, 2, "fs/b.c:2", Some("xfs"), "b", false)
+}
+
+#[test]
+fn neither_file_is_not_compiled_and_no_error() {
+    let p = FakeProc::new();
+    let mut r = p.open().unwrap();
+    let got = read_state(&mut r);
+    assert_eq!(got.state, ProfilingState::NotCompiled);
+    assert!(got.sites.is_empty());
+}
+
+#[test]
+fn a_switch_without_the_file_is_unavailable() {
+    let p = FakeProc::new();
+    p.set_switch("0\n");
+    let mut r = p.open().unwrap();
+    assert_eq!(read_state(&mut r).state, ProfilingState::Unavailable);
+}
+
+#[test]
+fn the_switch_says_on_or_off_and_off_still_serves_the_frozen_figures() {
+    let p = FakeProc::new();
+    p.set_switch("1\n");
+    p.write_file(&two_sites());
+    let mut r = p.open().unwrap();
+    let on = read_state(&mut r);
+    assert_eq!(on.state, ProfilingState::On);
+    assert_eq!(on.sites.len(), 2);
+    assert_eq!(on.rows, 2);
+    p.set_switch("0\n");
+    let off = read_state(&mut r);
+    assert_eq!(off.state, ProfilingState::Off);
+    assert_eq!(off.sites, on.sites);
+}
+
+#[test]
+fn a_file_the_kernel_removes_at_run_time_empties_the_table_and_says_unavailable() {
+    let p = FakeProc::new();
+    p.set_switch("1\n");
+    p.write_file(&two_sites());
+    let mut r = p.open().unwrap();
+    assert_eq!(read_state(&mut r).sites.len(), 2);
+    std::fs::remove_file(p.file()).unwrap();
+    let gone = read_state(&mut r);
+    assert_eq!(gone.state, ProfilingState::Unavailable);
+    assert!(gone.sites.is_empty());
+}
+
+#[test]
+fn a_copy_must_open_and_reads_as_on() {
+    let p = FakeProc::new();
+    let e = AllocinfoReader::open(&p.file(), None)
+        .err()
+        .expect("no file");
+    assert!(e.to_string().contains("allocinfo"), "{e}");
+    p.write_file(&two_sites());
+    let mut r = AllocinfoReader::open(&p.file(), None).unwrap();
+    assert_eq!(read_state(&mut r).state, ProfilingState::On);
+}
+
+#[test]
+fn an_unknown_major_version_is_refused_at_start_up_naming_file_and_line() {
+    let p = FakeProc::new();
+    p.write_file(&(header("3.0") + &core(1, 1, "mm/a.c:1", "a")));
+    let e = AllocinfoReader::open(&p.file(), None)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains(&p.file().display().to_string()), "{e}");
+    assert!(e.contains("3.0"), "{e}");
+    // A malformed row is not a start-up error: it is the read's, and the daemon serves on.
+    p.write_file(&(header("1.0") + "garbage\n"));
+    let mut r = AllocinfoReader::open(&p.file(), None).unwrap();
+    assert!(r.read().is_err());
+}
+
+#[test]
+fn a_replaced_copy_is_read_again() {
+    let p = FakeProc::new();
+    p.write_file(&two_sites());
+    let mut r = AllocinfoReader::open(&p.file(), None).unwrap();
+    assert_eq!(read_state(&mut r).sites.len(), 2);
+    let tmp = p.dir.path().join("next");
+    std::fs::write(&tmp, header("1.0") + &core(1, 1, "mm/c.c:3", "c")).unwrap();
+    std::fs::rename(&tmp, p.file()).unwrap();
+    let again = read_state(&mut r);
+    assert_eq!(again.sites.len(), 1);
+    assert_eq!(again.sites[0].function, "c");
+}
+
+#[test]
+fn a_name_longer_than_any_kernel_name_is_refused_naming_line_and_field() {
+    let long = "x".repeat(MAX_NAME_BYTES + 1);
+    let ok = "y".repeat(MAX_NAME_BYTES);
+    assert_eq!(
+        parse_ok(&(header("1.0") + &core(1, 1, "mm/a.c:1", &ok))).sites[0].function,
+        ok
+    );
+    let e = err(&(header("1.0") + &core(1, 1, "mm/a.c:1", "f") + &core(1, 1, "mm/b.c:2", &long)));
+    assert!(e.contains("line 4") && e.contains("function"), "{e}");
+    assert!(e.contains("4097 bytes"), "{e}");
+    let e = err(&(header("1.0") + &core(1, 1, &format!("{long}:1"), "f")));
+    assert!(e.contains("line 3") && e.contains("field file"), "{e}");
+}
+
+#[test]
+fn an_unreadable_or_strange_switch_is_taken_as_on_and_the_figures_served() {
+    let p = FakeProc::new();
+    p.set_switch("maybe\n");
+    p.write_file(&two_sites());
+    let mut r = p.open().unwrap();
+    let got = read_state(&mut r);
+    assert_eq!(got.state, ProfilingState::On);
+    assert_eq!(got.sites.len(), 2);
+}
+
+#[test]
+fn the_kernels_own_file_of_an_unknown_version_does_not_stop_the_start() {
+    // `auto` includes the kernel's file: a future format makes the source stale, while the
+    // other sources are served.
+    let p = FakeProc::new();
+    p.set_switch("1\n");
+    p.write_file(&(header("3.0") + &core(1, 1, "mm/a.c:1", "a")));
+    let mut r = p
+        .open()
+        .expect("the kernel's file opens whatever its version");
+    let e = r.read().unwrap_err().to_string();
+    assert!(e.contains("3.0") && e.contains("line 1"), "{e}");
+}

@@ -312,14 +312,14 @@ impl Reading for ArcstatsFile {
             let mut figures = Figures::new();
             derive(&mut figures);
             return Ok(SourceData {
-                types: Vec::new(),
                 figures,
+                ..SourceData::default()
             });
         }
         let what = reread_capped(&self.path, MAX_ARCSTATS_BYTES, &mut self.buf)?;
         Ok(SourceData {
-            types: Vec::new(),
             figures: parse(&self.buf, &what)?,
+            ..SourceData::default()
         })
     }
 }

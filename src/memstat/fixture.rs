@@ -46,6 +46,7 @@ impl Reading for FixtureFile {
         read(&self.0).map(|s| SourceData {
             types: s.types,
             figures: s.figures,
+            profiling: s.profiling,
         })
     }
 }

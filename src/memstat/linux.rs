@@ -8,15 +8,12 @@
 //! `name active_objs num_objs objsize objperslab pagesperslab : tunables l b s : slabdata active_slabs num_slabs sharedavail`.
 
 use super::display::{display_name, opt};
-use super::error::{file_error, open_regular};
+use super::kept::KeptFile;
 use super::source_def::{Fills, Opening, Os, PathRule, Reading, SourceDef};
 use super::AllocatorDef;
 use super::{Allocator, MemoryType, SourceData, SourceError};
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub const SLABINFO: &str = "/proc/slabinfo";
 
@@ -50,27 +47,18 @@ impl Reading for SlabinfoReader {
 /// some 8 MB); past that the file is not slabinfo, and reading on would only exhaust memory.
 pub const MAX_SLABINFO_BYTES: u64 = 64 * 1024 * 1024;
 
-const OPEN_HINT: &str = "the file is readable by root only: run as root, or start as root with --user to drop privileges after opening it";
-
 /// An open slabinfo file and a read buffer reused across refreshes.
 pub struct SlabinfoReader {
-    path: PathBuf,
-    file: File,
-    /// The device and inode of `file`, to notice that `path` now names another file.
-    id: (u64, u64),
+    file: KeptFile,
     buf: Vec<u8>,
     page_size: u64,
 }
 
 impl SlabinfoReader {
-    /// Opens the file now; later reads reuse the descriptor. Anything but a regular file is
-    /// refused (/proc/slabinfo is a regular file of size 0).
+    /// Opens the file now; later reads reuse the descriptor (see [`KeptFile`]).
     pub fn open(path: &Path) -> Result<Self, SourceError> {
-        let (file, meta) = open_regular(path, OPEN_HINT)?;
         Ok(SlabinfoReader {
-            path: path.to_path_buf(),
-            file,
-            id: (meta.dev(), meta.ino()),
+            file: KeptFile::open(path)?,
             buf: Vec::with_capacity(64 * 1024),
             page_size: page_size(),
         })
@@ -78,82 +66,16 @@ impl SlabinfoReader {
 
     /// Reads and parses the whole file again.
     pub fn read(&mut self) -> Result<Vec<MemoryType>, SourceError> {
-        let what = self.path.display().to_string();
-        self.follow_path(&what)?;
-        self.file
-            .seek(SeekFrom::Start(0))
-            .map_err(|e| SourceError::from_io(&what, &e, "re-reading the open descriptor"))?;
-        crate::boundedfile::read_capped(&mut self.file, MAX_SLABINFO_BYTES, &mut self.buf)
-            .map_err(|e| file_error(&what, "re-reading the open descriptor", e))?;
+        self.file.reread(MAX_SLABINFO_BYTES, &mut self.buf)?;
+        let what = self.file.what();
         let text = std::str::from_utf8(&self.buf).map_err(|e| SourceError::Malformed {
-            what: what.clone(),
+            what: what.to_string(),
             location: format!("byte {}", e.valid_up_to()),
             field: String::new(),
             message: "not valid UTF-8".into(),
         })?;
-        parse(text, &what, self.page_size)
+        parse(text, what, self.page_size)
     }
-
-    /// Makes sure the descriptor still reads the file the path names.
-    ///
-    /// The descriptor is kept for the privilege drop, but for a plain file that an operator
-    /// or a tool replaces (a rename over it) or deletes, re-reading it would serve the old
-    /// file's figures as fresh forever. So the path is compared with the descriptor by device
-    /// and inode at every read: a replaced file is opened again (which fails, and the source
-    /// turns stale, when we no longer have the rights to open it); a deleted one is an
-    /// error. /proc/slabinfo keeps its inode, so it is always the same file.
-    fn follow_path(&mut self, what: &str) -> Result<(), SourceError> {
-        let gone = |why: &str| SourceError::Io {
-            what: what.to_string(),
-            message: format!("{why} since the daemon opened it; the old figures are not served"),
-        };
-        match std::fs::metadata(&self.path) {
-            Ok(m) if (m.dev(), m.ino()) == self.id => Ok(()),
-            Ok(_) => {
-                let (file, meta) = open_regular(&self.path, OPEN_HINT).map_err(|e| {
-                    SourceError::Io {
-                        what: what.to_string(),
-                        message: format!(
-                            "replaced since the daemon opened it, and the new file cannot be opened: {}",
-                            strip_what(&e.to_string(), what)
-                        ),
-                    }
-                })?;
-                tracing::info!("{what}: replaced since it was opened; reading the new file");
-                self.file = file;
-                self.id = (meta.dev(), meta.ino());
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(gone("deleted")),
-            Err(e) => {
-                // The path cannot be looked up any more (e.g. a directory closed to the user
-                // we dropped to): the descriptor is all we have, and it is read unless its
-                // file has lost its last link.
-                match self.file.metadata() {
-                    Ok(m) if m.nlink() == 0 => Err(gone("deleted")),
-                    Ok(_) => {
-                        tracing::debug!(
-                            "{what}: cannot check the path ({e}); reading the open descriptor"
-                        );
-                        Ok(())
-                    }
-                    Err(e) => Err(SourceError::from_io(
-                        what,
-                        &e,
-                        "checking the open descriptor",
-                    )),
-                }
-            }
-        }
-    }
-}
-
-/// `message` without a leading "what: ", so that a wrapped error names the file once.
-fn strip_what<'a>(message: &'a str, what: &str) -> &'a str {
-    message
-        .strip_prefix(what)
-        .and_then(|m| m.strip_prefix(": "))
-        .unwrap_or(message)
 }
 
 /// The system page size, for slab memory.
@@ -318,6 +240,7 @@ fn dump_table(out: &mut String, rows: &[&MemoryType]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     const GOOD: &str = "slabinfo - version: 2.1
 # name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail>

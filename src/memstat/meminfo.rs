@@ -162,8 +162,8 @@ impl Reading for MeminfoFile {
     fn read(&mut self) -> Result<SourceData, SourceError> {
         let what = reread_capped(&self.path, MAX_MEMINFO_BYTES, &mut self.buf)?;
         Ok(SourceData {
-            types: Vec::new(),
             figures: parse(&self.buf, &what)?,
+            ..SourceData::default()
         })
     }
 }

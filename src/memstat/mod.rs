@@ -13,6 +13,7 @@ pub mod arcstats;
 pub(crate) mod display;
 pub(crate) mod error;
 pub mod fixture;
+pub(crate) mod kept;
 pub mod linux;
 pub mod malloc;
 pub mod meminfo;
@@ -345,13 +346,15 @@ pub type Figures = BTreeMap<String, u64>;
 pub struct SourceData {
     pub types: Vec<MemoryType>,
     pub figures: Figures,
+    /// The kernel's allocation profiling, from the source that reads it.
+    pub profiling: Option<allocinfo::Profiling>,
 }
 
 impl From<Vec<MemoryType>> for SourceData {
     fn from(types: Vec<MemoryType>) -> SourceData {
         SourceData {
             types,
-            figures: Figures::new(),
+            ..SourceData::default()
         }
     }
 }
@@ -363,6 +366,8 @@ pub struct Part {
     pub types: u32,
     /// The names of its figures.
     pub figures: Vec<String>,
+    /// Whether the snapshot's allocation profiling is its.
+    pub profiling: bool,
 }
 
 /// One immutable reading of the kernel's allocator statistics.
@@ -381,6 +386,10 @@ pub struct Snapshot {
     /// The kernel-wide figures of every source.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: Figures,
+    /// The kernel's allocation profiling: its state and every call site read (the table
+    /// serves those the settings choose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiling: Option<allocinfo::Profiling>,
     /// What each source gave (in the order of the `source` setting), where the daemon read
     /// them; empty for a snapshot read whole. Not part of the fixture format: a fixture is
     /// one source, whatever it replays.
@@ -401,6 +410,7 @@ impl Snapshot {
             source,
             types,
             figures: Figures::new(),
+            profiling: None,
             parts: Vec::new(),
         }
     }

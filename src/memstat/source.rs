@@ -2,7 +2,8 @@
 //!
 //! A source is a [`SourceDef`] in its own module (the Linux slab reader in `linux`, the Linux
 //! kernel memory of /proc/meminfo in `meminfo`, the ZFS ARC of OpenZFS's kstat file in
-//! `arcstats`, the FreeBSD sysctl streams in `sysctl`, the
+//! `arcstats`, the allocation call sites of /proc/allocinfo in `allocinfo`, the FreeBSD
+//! sysctl streams in `sysctl`, the
 //! JSON fixture in `fixture`), listed once in
 //! [`SOURCES`]. Everything else comes from that list: parsing the `source` setting and its
 //! errors, what `auto` reads on this platform, the help text and the man page's list (checked
@@ -17,7 +18,9 @@ use super::source_def::Reading;
 pub use super::source_def::{
     FigureGroup, FigureObject, Fills, KernelKind, Opening, Os, PathRule, Role, SourceDef,
 };
-use super::{arcstats, fixture, linux, meminfo, sysctl, MemoryType, SourceData, MAX_CPU_INDEX};
+use super::{
+    allocinfo, arcstats, fixture, linux, meminfo, sysctl, MemoryType, SourceData, MAX_CPU_INDEX,
+};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -27,6 +30,7 @@ pub const SOURCES: &[&SourceDef] = &[
     &linux::SOURCE,
     &meminfo::SOURCE,
     &arcstats::SOURCE,
+    &allocinfo::SOURCE,
     &sysctl::SOURCE,
     &fixture::SOURCE,
 ];
@@ -241,6 +245,9 @@ impl SourceRead {
             for (name, value) in part.figures {
                 // The first source to give a figure wins, as in the daemon's snapshots.
                 all.figures.entry(name).or_insert(value);
+            }
+            if all.profiling.is_none() {
+                all.profiling = part.profiling;
             }
         }
         super::assign_ordinals(&mut all.types);

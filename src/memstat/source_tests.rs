@@ -59,7 +59,7 @@ fn auto_is_every_source_the_registry_names_for_this_platform() {
         }
     }
     if cfg!(target_os = "linux") {
-        assert_eq!(want, ["linux", "meminfo", "arcstats"]);
+        assert_eq!(want, ["linux", "meminfo", "arcstats", "allocinfo"]);
     }
 }
 

@@ -47,7 +47,11 @@ impl Reading for KernelStreams {
             figures.insert(k.clone(), *v);
         }
         arcstats::derive(&mut figures);
-        Ok(SourceData { types, figures })
+        Ok(SourceData {
+            types,
+            figures,
+            ..SourceData::default()
+        })
     }
 }
 

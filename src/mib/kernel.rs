@@ -5,7 +5,7 @@
 
 use super::group::{Cell, Column, GroupDef, Shape, Suffix};
 use super::types::SnapshotRows;
-use super::Syntax;
+use super::{truth, Syntax};
 use crate::memstat::source::{KernelKind, SOURCES};
 use std::sync::OnceLock;
 
@@ -17,11 +17,6 @@ fn kinds() -> &'static [&'static KernelKind] {
 
 fn kind(h: u64) -> &'static KernelKind {
     kinds()[h as usize]
-}
-
-/// TruthValue (SNMPv2-TC): true(1), false(2).
-fn truth(b: bool) -> Cell<'static> {
-    Cell::Integer(if b { 1 } else { 2 })
 }
 
 type KernelColumn = Column<SnapshotRows>;

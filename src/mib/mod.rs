@@ -10,6 +10,7 @@
 //!   list of them, knowing nothing of what they are about;
 //! - [`types`]: the tables a snapshot fills, answered by a [`MibView`] built once per
 //!   snapshot, off the request path;
+//! - [`sites`]: memstatAllocinfo, the kernel's allocation call sites, over the same view;
 //! - [`daemon`]: memstatDaemon, the daemon's scalars and its sources' table, answered by a
 //!   [`StatusView`] from a [`DaemonStatus`];
 //! - [`notify`]: the notifications and the objects only they carry;
@@ -24,6 +25,7 @@ mod figures;
 mod group;
 mod kernel;
 mod notify;
+mod sites;
 mod types;
 
 pub use daemon::{DaemonStatus, SourceLine, SourceStatus};
@@ -32,6 +34,7 @@ pub use group::Found;
 use group::{served_columns, Group, ServedColumns, View};
 use notify::NOTIFY_OBJECT_DEFS;
 pub use notify::{notification_varbinds, Notification, NotificationType, NotifiedRow};
+pub use sites::SiteRow;
 pub use types::Row;
 use types::SnapshotRows;
 
@@ -89,6 +92,8 @@ static TYPE_GROUPS: &[&dyn Group<SnapshotRows>] = &[
     &types::CPU_TABLE,
     &types::ALLOCATOR_TABLE,
     &kernel::KERNEL_TABLE,
+    &sites::SCALARS,
+    &sites::SITE_TABLE,
 ];
 
 /// Every group a snapshot fills: the type tables, then every source's figure groups.
@@ -120,6 +125,11 @@ fn status_columns() -> &'static ServedColumns {
 
 fn g64(v: Option<u64>) -> Option<group::Cell<'static>> {
     v.map(group::Cell::Counter64)
+}
+
+/// TruthValue (SNMPv2-TC): true(1), false(2).
+fn truth(b: bool) -> group::Cell<'static> {
+    group::Cell::Integer(if b { 1 } else { 2 })
 }
 
 /// The SnmpAdminString value of `s`, for the rest of the crate.
@@ -216,6 +226,17 @@ impl MibView {
     /// Lays out `snapshot`. `indexes[i]` and `discontinuity[i]` belong to `snapshot.types[i]`;
     /// indexes must be unique.
     pub fn new(snapshot: Arc<Snapshot>, indexes: &[u32], discontinuity: &[u32]) -> MibView {
+        MibView::with_sites(snapshot, indexes, discontinuity, Vec::new())
+    }
+
+    /// [`MibView::new`], with the call sites memAllocSiteTable serves (in any order; their
+    /// positions are in `snapshot.profiling`'s sites, their indexes unique).
+    pub fn with_sites(
+        snapshot: Arc<Snapshot>,
+        indexes: &[u32],
+        discontinuity: &[u32],
+        mut sites: Vec<SiteRow>,
+    ) -> MibView {
         let n = snapshot.types.len();
         assert_eq!(indexes.len(), n, "one index per type");
         let mut rows: Vec<Row> = (0..n)
@@ -226,9 +247,16 @@ impl MibView {
             })
             .collect();
         rows.sort_unstable_by_key(|r| r.index);
+        let read = snapshot.profiling.as_ref().map_or(0, |p| p.sites.len());
+        assert!(
+            sites.iter().all(|s| (s.position as usize) < read),
+            "a served site is one read"
+        );
+        sites.sort_unstable_by_key(|s| s.index);
         let ctx = SnapshotRows {
             snapshot,
             rows,
+            sites,
             allocators: OnceLock::new(),
         };
         MibView(View::new(ctx, snapshot_groups(), snapshot_columns()))
@@ -255,6 +283,16 @@ impl MibView {
         rows.binary_search_by_key(&index, |r| r.index)
             .ok()
             .map(|p| &rows[p])
+    }
+
+    /// The served call sites in index order, with their figures.
+    pub fn sites(&self) -> impl Iterator<Item = (&SiteRow, &crate::memstat::allocinfo::Site)> {
+        let ctx = self.0.context();
+        let read = ctx.snapshot.profiling.as_ref().map(|p| &p.sites[..]);
+        let read = read.unwrap_or_default();
+        ctx.sites
+            .iter()
+            .map(move |r| (r, &read[r.position as usize]))
     }
 
     /// Rows in index order, with their memory type.

@@ -165,6 +165,7 @@ fn a_sources_figure_group_serves_its_figures_and_skips_absent_ones() {
     let ctx = SnapshotRows {
         snapshot: Arc::new(snap),
         rows: Vec::new(),
+        sites: Vec::new(),
         allocators: std::sync::OnceLock::new(),
     };
     let v = View::new(ctx, &groups, columns);

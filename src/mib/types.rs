@@ -21,6 +21,8 @@ pub struct Row {
 pub(crate) struct SnapshotRows {
     pub(crate) snapshot: Arc<Snapshot>,
     pub(crate) rows: Vec<Row>,
+    /// memAllocSiteTable's rows, sorted by memAllocSiteIndex.
+    pub(crate) sites: Vec<super::SiteRow>,
     /// memAllocatorTable's rows, one per allocator of `Allocator::ALL`: worked out once,
     /// when the view is laid out, and read by the table's handles.
     pub(crate) allocators: OnceLock<Vec<AllocSummary>>,

@@ -6,11 +6,11 @@
 
 mod args;
 
-use crate::agent::{Agent, AgentSettings, WatchSettings};
+use crate::agent::{Agent, AgentSettings, SiteSettings, WatchSettings};
 use crate::agentx::session::SessionConfig;
 use crate::config::{Config, ConfigError, RawSettings, DEFAULT_CONFIG_PATH};
 use crate::daemon::{Control, ControlSender, Daemon};
-use crate::index::{IndexError, StableIndexes};
+use crate::index::{IndexError, SiteIndexes, TypeIndexes};
 use crate::master_addr::MasterAddr;
 use crate::memstat::{SourceChoice, SourceError, Sources};
 use crate::reader::SourceReader;
@@ -126,6 +126,10 @@ pub fn daemon_settings(cfg: &Config) -> (SessionConfig, AgentSettings) {
         max_age: cfg.max_age,
         walk_window: cfg.walk_window,
         notify: WatchSettings::from(cfg),
+        sites: SiteSettings {
+            min_bytes: cfg.allocinfo_min_bytes,
+            hold: cfg.allocinfo_hold,
+        },
     };
     (session, agent)
 }
@@ -250,7 +254,8 @@ fn rehearse_state_dir(cfg: &Config, owner: Option<u32>) -> Result<Vec<String>, S
     if let Err(e) = statedir::check_owner(dir, owner) {
         return Ok(vec![not_persisted(e)]);
     }
-    let (_, problems) = StableIndexes::load(dir);
+    let (_, mut problems) = TypeIndexes::load(dir);
+    problems.extend(SiteIndexes::load(dir).1);
     let mut warnings = Vec::new();
     for p in problems {
         if p.is_fatal() {
@@ -263,7 +268,9 @@ fn rehearse_state_dir(cfg: &Config, owner: Option<u32>) -> Result<Vec<String>, S
 
 /// The index state, and what keeps the state directory in use by this daemon.
 pub struct State {
-    pub indexes: StableIndexes,
+    pub indexes: TypeIndexes,
+    /// The allocation call sites' indexes.
+    pub sites: SiteIndexes,
     /// Held for the life of the daemon: one daemon per state directory.
     pub lock: Option<StateLock>,
     /// Why nothing is persisted, if it is not.
@@ -278,7 +285,8 @@ pub fn open_state(dir: &Path) -> Result<State, StartError> {
     let not_persisted = |problem: StateDirProblem| {
         tracing::error!("{problem}; indexes will not survive a restart");
         State {
-            indexes: StableIndexes::in_memory(),
+            indexes: TypeIndexes::in_memory(),
+            sites: SiteIndexes::in_memory(),
             lock: None,
             problem: Some(problem),
         }
@@ -299,7 +307,9 @@ pub fn open_state(dir: &Path) -> Result<State, StartError> {
     if stale > 0 {
         tracing::info!("removed {stale} temporary file(s) left by an interrupted save");
     }
-    let (indexes, problems) = StableIndexes::load(dir);
+    let (indexes, mut problems) = TypeIndexes::load(dir);
+    let (sites, site_problems) = SiteIndexes::load(dir);
+    problems.extend(site_problems);
     for problem in problems {
         if problem.is_fatal() {
             return Err(StartError::StateFile(problem));
@@ -308,6 +318,7 @@ pub fn open_state(dir: &Path) -> Result<State, StartError> {
     }
     Ok(State {
         indexes,
+        sites,
         lock: Some(lock),
         problem: None,
     })
@@ -348,7 +359,8 @@ pub fn run(mut args: SettingArgs) -> Result<(), StartError> {
         state.indexes,
         agent_settings,
         std::time::Instant::now(),
-    );
+    )
+    .with_site_indexes(state.sites);
     agent.set_persistence_off(state.problem);
     let _state_lock = state.lock;
     // After the privilege drop: the reading thread runs with the daemon's final credentials.

@@ -815,3 +815,13 @@ impl Drop for Snmptrapd {
         }
     }
 }
+
+/// Ends a process started with Command when the test ends, passed or failed.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
