@@ -30,4 +30,5 @@ pub mod report;
 pub mod start;
 pub mod statedir;
 pub(crate) mod timers;
+pub mod top;
 pub mod vmstat;

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use memstat_agentx::memstat::{source, Snapshot, SourceChoice, Sources};
 use memstat_agentx::report::{self, Format};
 use memstat_agentx::start::{self, SettingArgs};
+use memstat_agentx::top;
 use memstat_agentx::vmstat::{self, Release};
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -51,6 +52,10 @@ enum Command {
         #[arg(long, value_name = "N")]
         top: Option<usize>,
     },
+    /// Print the memory types with their rates, interval after interval (-b: batch mode; the
+    /// full-screen view is not built yet).
+    #[command(after_help = source::help_text())]
+    Top(top::TopArgs),
     /// Give run's verdict on the settings, without starting anything, and print them.
     #[command(after_help = source::help_text())]
     CheckConfig {
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
             };
             dump(&source, format)
         }
+        Command::Top(args) => top(args),
         Command::CheckConfig { settings, run_as } => {
             match start::check_config(&settings, run_as.as_deref()) {
                 Ok(checked) => {
@@ -145,6 +151,22 @@ fn dump(source: &str, format: Format) -> ExitCode {
         Err(e) => {
             print_err(&e.to_string());
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `top`: batch frames (see `memstat_agentx::top::batch`).
+fn top(args: top::TopArgs) -> ExitCode {
+    use std::io::IsTerminal;
+    if !args.batch && std::io::stdout().is_terminal() {
+        print_err("top: the full-screen view is not built yet; use -b for batch mode");
+        return ExitCode::from(2);
+    }
+    match top::batch(&args.options(), &mut std::io::stdout().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            print_err(&format!("top: {e}"));
+            ExitCode::from(e.exit_status())
         }
     }
 }

@@ -1,0 +1,429 @@
+//! `memstat-agentx top`: the kernel's memory types with their rates, interval after interval.
+//!
+//! This is the batch side of the live view (issue 29): `top -b` prints plain text, one frame
+//! per interval, as `top -b` does, and `--format json` one JSON object per interval. The
+//! full-screen view and `--snmp` are not built yet.
+//!
+//! A frame is made from two snapshots. Rates are per snapshot, not per frame: they are taken
+//! over the time between the two snapshots' reads, and a frame that gets the same snapshot
+//! again (the same generation) keeps the last rates instead of showing 0 and then a spike. A
+//! counter that went backwards (the type was destroyed and made again) gives no rate for that
+//! interval. A figure the source does not give (a Linux slab cache has no allocation, free or
+//! failure counters) is absent, shown as `-` and `null`, never as 0; every allocator has its
+//! in-use items and bytes, so their rates of change are shown for every row.
+//!
+//! The columns are one table of definitions ([`COLUMNS`]): the text layout, the JSON keys and
+//! the sort keys all come from it.
+
+mod args;
+
+pub use args::{TopArgs, TopFormat};
+
+use crate::memstat::source::{SourceChoice, Sources};
+use crate::memstat::{MemoryType, Rate, Snapshot, SourceError, TypeKey};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::time::{Duration, SystemTime};
+
+/// What `top -b` was asked for.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The `source` setting's words.
+    pub source: String,
+    /// Frames to print; `None` until interrupted.
+    pub iterations: Option<u64>,
+    pub delay: Duration,
+    /// One JSON object per frame instead of text.
+    pub json: bool,
+    /// Rows per frame.
+    pub top: Option<usize>,
+    /// A column's name or header.
+    pub sort: String,
+    pub reverse: bool,
+}
+
+/// Why `top` stopped before its frames were printed.
+#[derive(Debug)]
+pub enum TopError {
+    /// The options ask for what cannot be (a column that does not exist).
+    Usage(String),
+    /// The source could not be opened or read.
+    Source(SourceError),
+    /// Standard output failed for another reason than a reader that went away.
+    Output(std::io::Error),
+}
+
+impl TopError {
+    /// The exit status: 2 for a usage error, as clap's, else 1.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            TopError::Usage(_) => 2,
+            TopError::Source(_) | TopError::Output(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for TopError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopError::Usage(m) => f.write_str(m),
+            TopError::Source(e @ SourceError::PermissionDenied { .. }) => {
+                write!(f, "{e} (run it as root, for example with sudo)")
+            }
+            TopError::Source(e) => e.fmt(f),
+            TopError::Output(e) => write!(f, "cannot write to standard output: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TopError {}
+
+/// `top -b`: reads the sources every `delay`, and writes a frame of each read to `out`, until
+/// `iterations` frames are written or `out`'s reader goes away (which is not an error, as
+/// with `top -b | head`).
+pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), TopError> {
+    let sort = column(&options.sort).ok_or_else(|| {
+        TopError::Usage(format!(
+            "--sort {:?}: no such column; the columns are {}",
+            options.sort,
+            column_names()
+        ))
+    })?;
+    let mut sources = options
+        .source
+        .parse::<SourceChoice>()
+        .and_then(|k| Sources::open(&k))
+        .map_err(TopError::Source)?;
+    let mut rates = Rates::default();
+    for frame in 1u64.. {
+        let data = sources.read().merged().map_err(TopError::Source)?;
+        let mut snap = Snapshot::new(frame, SystemTime::now(), sources.name(), data.types);
+        snap.figures = data.figures;
+        snap.profiling = data.profiling;
+        rates.next(snap);
+        let rows = rates.rows(sort, options.reverse, options.top);
+        let snap = rates.last.as_ref().expect("just taken in");
+        let text = if options.json {
+            json_frame(snap, rates.seconds(), &rows) + "\n"
+        } else {
+            let of = options
+                .iterations
+                .map(|n| format!(" of {n}"))
+                .unwrap_or_default();
+            let over = rates
+                .seconds()
+                .map_or_else(|| "- (the first frame)".into(), |s| format!("{s:.1} s"));
+            let heading = format!(
+                "memstat-agentx top: frame {frame}{of}, source {}, rates over {over}",
+                snap.source
+            );
+            text_frame(&heading, snap, &rows) + "\n"
+        };
+        match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(TopError::Output(e)),
+        }
+        if options.iterations.is_some_and(|n| frame >= n) {
+            break;
+        }
+        std::thread::sleep(options.delay);
+    }
+    Ok(())
+}
+
+/// One row of a frame: a memory type with its rates.
+#[derive(Clone, Debug)]
+pub struct TopRow<'a> {
+    pub ty: &'a MemoryType,
+    /// Its rates over the last interval, where it has them.
+    pub rate: Option<&'a Rate>,
+}
+
+impl TopRow<'_> {
+    fn per_sec(&self, delta: impl Fn(&Rate) -> Option<i128>) -> Option<f64> {
+        let r = self.rate?;
+        (r.seconds > 0.0).then(|| delta(r).map(|d| d as f64 / r.seconds))?
+    }
+}
+
+/// A cell of a column.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Text(String),
+    Count(Option<u64>),
+    /// Per second, possibly negative (a level that fell).
+    Rate(Option<f64>),
+}
+
+impl Cell {
+    /// How it is printed in the text layout: `-` when absent.
+    fn text(&self) -> String {
+        match self {
+            Cell::Text(s) => crate::memstat::display::escape_controls(s),
+            Cell::Count(Some(n)) => n.to_string(),
+            Cell::Rate(Some(r)) => format!("{r:.1}"),
+            Cell::Count(None) | Cell::Rate(None) => "-".into(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Cell::Text(s) => json!(s),
+            Cell::Count(n) => json!(n),
+            Cell::Rate(r) => json!(r.map(|r| (r * 10.0).round() / 10.0)),
+        }
+    }
+
+    /// The order of a sort: numbers, absent ones last whatever the direction; names by text.
+    fn sort_key(&self) -> (bool, f64, String) {
+        match self {
+            Cell::Text(s) => (false, 0.0, s.clone()),
+            Cell::Count(n) => (n.is_none(), n.map_or(0.0, |n| n as f64), String::new()),
+            Cell::Rate(r) => (r.is_none(), r.unwrap_or(0.0), String::new()),
+        }
+    }
+}
+
+/// One column: its JSON key and `--sort` name, its text header and width, and its cell.
+pub struct Column {
+    pub name: &'static str,
+    pub header: &'static str,
+    pub width: usize,
+    /// Sorted from the largest by default (names from A).
+    pub descending: bool,
+    pub cell: fn(&TopRow) -> Cell,
+}
+
+/// Every column, in the order shown.
+pub const COLUMNS: &[Column] = &[
+    Column {
+        name: "name",
+        header: "NAME",
+        width: 24,
+        descending: false,
+        cell: |r| Cell::Text(crate::memstat::display::display_name(r.ty)),
+    },
+    Column {
+        name: "allocator",
+        header: "ALLOC",
+        width: 6,
+        descending: false,
+        cell: |r| Cell::Text(r.ty.allocator.to_string()),
+    },
+    Column {
+        name: "size",
+        header: "SIZE",
+        width: 8,
+        descending: true,
+        cell: |r| Cell::Count(r.ty.size),
+    },
+    Column {
+        name: "in_use_bytes",
+        header: "INUSE-BYTES",
+        width: 14,
+        descending: true,
+        cell: |r| Cell::Count(r.ty.in_use_bytes),
+    },
+    Column {
+        name: "in_use_items",
+        header: "INUSE",
+        width: 10,
+        descending: true,
+        cell: |r| Cell::Count(r.ty.in_use_count),
+    },
+    Column {
+        name: "free_items",
+        header: "FREE",
+        width: 10,
+        descending: true,
+        cell: |r| Cell::Count(r.ty.free_count),
+    },
+    Column {
+        name: "allocs_per_sec",
+        header: "ALLOC/s",
+        width: 10,
+        descending: true,
+        cell: |r| Cell::Rate(r.rate.and_then(|r| r.allocs_per_sec)),
+    },
+    Column {
+        name: "frees_per_sec",
+        header: "FREE/s",
+        width: 10,
+        descending: true,
+        cell: |r| Cell::Rate(r.rate.and_then(|r| r.frees_per_sec)),
+    },
+    Column {
+        name: "bytes_per_sec",
+        header: "BYTES/s",
+        width: 12,
+        descending: true,
+        cell: |r| Cell::Rate(r.per_sec(|r| r.in_use_bytes_delta)),
+    },
+    Column {
+        name: "items_per_sec",
+        header: "INUSE/s",
+        width: 10,
+        descending: true,
+        cell: |r| Cell::Rate(r.per_sec(|r| r.in_use_count_delta)),
+    },
+    Column {
+        name: "failures",
+        header: "FAIL",
+        width: 8,
+        descending: true,
+        cell: |r| Cell::Count(r.ty.failures),
+    },
+    Column {
+        name: "failures_per_sec",
+        header: "FAIL/s",
+        width: 8,
+        descending: true,
+        cell: |r| Cell::Rate(r.rate.and_then(|r| r.failures_per_sec)),
+    },
+];
+
+/// The column `--sort` names, by its name or header, in any case.
+pub fn column(name: &str) -> Option<&'static Column> {
+    COLUMNS
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(name) || c.header.eq_ignore_ascii_case(name))
+}
+
+/// The names `--sort` takes, for its error.
+pub fn column_names() -> String {
+    let v: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+    v.join(", ")
+}
+
+/// The rates between successive snapshots, kept across a snapshot seen twice.
+#[derive(Default)]
+pub struct Rates {
+    last: Option<Snapshot>,
+    rates: HashMap<TypeKey, Rate>,
+}
+
+impl Rates {
+    /// Takes in the next snapshot. A new one (another generation, or another time) gives new
+    /// rates against the last; the same one again keeps the rates it gave.
+    pub fn next(&mut self, snap: Snapshot) -> &Snapshot {
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|l| l.generation == snap.generation && l.taken_at_ms == snap.taken_at_ms);
+        if !same {
+            self.rates = match &self.last {
+                Some(last) => snap
+                    .diff(last)
+                    .into_iter()
+                    .map(|r| (r.key.clone(), r))
+                    .collect(),
+                None => HashMap::new(),
+            };
+        }
+        self.last.insert(snap)
+    }
+
+    /// The rows of the last snapshot, sorted by `sort` (reversed with `reverse`), at most `top`.
+    pub fn rows(&self, sort: &Column, reverse: bool, top: Option<usize>) -> Vec<TopRow<'_>> {
+        let Some(snap) = &self.last else {
+            return Vec::new();
+        };
+        let mut rows: Vec<(TopRow, (bool, f64, String))> = snap
+            .types
+            .iter()
+            .map(|ty| {
+                let row = TopRow {
+                    ty,
+                    rate: self.rates.get(&ty.key()),
+                };
+                let key = (sort.cell)(&row).sort_key();
+                (row, key)
+            })
+            .collect();
+        let descending = sort.descending != reverse;
+        rows.sort_by(|(_, a), (_, b)| {
+            // Absent figures last, whatever the direction; then by value; then by text.
+            a.0.cmp(&b.0).then_with(|| {
+                let by_value = a.1.total_cmp(&b.1).then_with(|| a.2.cmp(&b.2));
+                if descending {
+                    by_value.reverse()
+                } else {
+                    by_value
+                }
+            })
+        });
+        rows.truncate(top.unwrap_or(usize::MAX));
+        rows.into_iter().map(|(r, _)| r).collect()
+    }
+
+    /// The interval the rates were taken over, in seconds, once there are two snapshots.
+    pub fn seconds(&self) -> Option<f64> {
+        self.rates.values().next().map(|r| r.seconds)
+    }
+}
+
+/// A frame as text: a line saying what it is, the kernel overview, then the table.
+pub fn text_frame(heading: &str, snap: &Snapshot, rows: &[TopRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{heading}");
+    let overview = crate::report::overview(snap);
+    if !overview.is_empty() {
+        out.push_str(&overview);
+    }
+    let _ = writeln!(out);
+    let mut header = String::new();
+    for (i, c) in COLUMNS.iter().enumerate() {
+        push_cell(&mut header, i, c, c.header);
+    }
+    let _ = writeln!(out, "{}", header.trim_end());
+    for r in rows {
+        let mut line = String::new();
+        for (i, c) in COLUMNS.iter().enumerate() {
+            push_cell(&mut line, i, c, &(c.cell)(r).text());
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// Appends one cell: text columns left-aligned, numbers right-aligned, a space between.
+fn push_cell(line: &mut String, i: usize, c: &Column, text: &str) {
+    if i > 0 {
+        line.push(' ');
+    }
+    let numeric = !matches!(c.name, "name" | "allocator");
+    if numeric {
+        let _ = write!(line, "{text:>w$}", w = c.width);
+    } else {
+        let _ = write!(line, "{text:<w$}", w = c.width);
+    }
+}
+
+/// A frame as one JSON object: when, the interval the rates cover (null at the first), the
+/// snapshot's generation, and the rows with every column (null when absent).
+pub fn json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[TopRow]) -> String {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            for c in COLUMNS {
+                m.insert(c.name.into(), (c.cell)(r).json());
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let frame = json!({
+        "taken_at_ms": snap.taken_at_ms,
+        "generation": snap.generation,
+        "source": snap.source,
+        "interval_seconds": seconds,
+        "rows": rows,
+    });
+    serde_json::to_string(&frame).expect("a frame always serialises")
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,126 @@
+use super::*;
+use crate::memstat::Allocator;
+use std::time::{Duration, UNIX_EPOCH};
+
+fn uma(name: &str, in_use: u64, allocs: u64) -> MemoryType {
+    let mut t = MemoryType::new(Allocator::Uma, name);
+    t.size = Some(256);
+    t.in_use_count = Some(in_use);
+    t.in_use_bytes = Some(in_use * 256);
+    t.free_count = Some(1);
+    t.allocs = Some(allocs);
+    t.frees = Some(allocs - in_use);
+    t.failures = Some(0);
+    t
+}
+
+/// A slab cache: levels only, as /proc/slabinfo gives them.
+fn slab(name: &str, in_use: u64) -> MemoryType {
+    let mut t = MemoryType::new(Allocator::Slab, name);
+    t.size = Some(64);
+    t.in_use_count = Some(in_use);
+    t.in_use_bytes = Some(in_use * 64);
+    t.free_count = Some(0);
+    t
+}
+
+fn snap(generation: u64, ms: u64, types: Vec<MemoryType>) -> Snapshot {
+    Snapshot::new(
+        generation,
+        UNIX_EPOCH + Duration::from_millis(ms),
+        "test".into(),
+        types,
+    )
+}
+
+fn cells(rows: &[TopRow], name: &str) -> Vec<Cell> {
+    let c = column(name).unwrap();
+    rows.iter().map(|r| (c.cell)(r)).collect()
+}
+
+#[test]
+fn rates_are_per_snapshot_and_a_snapshot_seen_twice_keeps_them() {
+    let mut rates = Rates::default();
+    rates.next(snap(1, 1000, vec![uma("a", 10, 100)]));
+    let by = column("in_use_bytes").unwrap();
+    assert_eq!(
+        cells(&rates.rows(by, false, None), "allocs_per_sec"),
+        [Cell::Rate(None)],
+        "no rate at the first frame"
+    );
+    // Two seconds later: 40 more allocations, 4 more in use.
+    rates.next(snap(2, 3000, vec![uma("a", 14, 140)]));
+    let rows = rates.rows(by, false, None);
+    assert_eq!(cells(&rows, "allocs_per_sec"), [Cell::Rate(Some(20.0))]);
+    assert_eq!(cells(&rows, "items_per_sec"), [Cell::Rate(Some(2.0))]);
+    assert_eq!(cells(&rows, "bytes_per_sec"), [Cell::Rate(Some(512.0))]);
+    assert_eq!(rates.seconds(), Some(2.0));
+    // The same snapshot again (an SNMP walk of an unchanged generation): the same rates, not 0.
+    rates.next(snap(2, 3000, vec![uma("a", 14, 140)]));
+    assert_eq!(
+        cells(&rates.rows(by, false, None), "allocs_per_sec"),
+        [Cell::Rate(Some(20.0))]
+    );
+}
+
+#[test]
+fn a_counter_that_went_back_gives_no_rate_and_levels_are_signed() {
+    let mut rates = Rates::default();
+    rates.next(snap(1, 0, vec![uma("a", 10, 100)]));
+    rates.next(snap(2, 1000, vec![uma("a", 4, 50)]));
+    let rows = rates.rows(column("name").unwrap(), false, None);
+    assert_eq!(cells(&rows, "allocs_per_sec"), [Cell::Rate(None)]);
+    assert_eq!(cells(&rows, "items_per_sec"), [Cell::Rate(Some(-6.0))]);
+}
+
+#[test]
+fn a_slab_cache_has_no_counter_rates_but_has_its_levels_rates() {
+    let mut rates = Rates::default();
+    rates.next(snap(1, 0, vec![slab("kmalloc-64", 100)]));
+    rates.next(snap(2, 4000, vec![slab("kmalloc-64", 140)]));
+    let rows = rates.rows(column("name").unwrap(), false, None);
+    for absent in ["allocs_per_sec", "frees_per_sec", "failures_per_sec"] {
+        assert_eq!(cells(&rows, absent), [Cell::Rate(None)], "{absent}");
+    }
+    assert_eq!(cells(&rows, "failures"), [Cell::Count(None)]);
+    assert_eq!(cells(&rows, "items_per_sec"), [Cell::Rate(Some(10.0))]);
+    let text = text_frame("h", rates.last.as_ref().unwrap(), &rows);
+    let line = text.lines().find(|l| l.starts_with("kmalloc-64")).unwrap();
+    assert!(
+        line.split_whitespace().filter(|w| *w == "-").count() == 4,
+        "{line}"
+    );
+    let json: Value = serde_json::from_str(&json_frame(
+        rates.last.as_ref().unwrap(),
+        rates.seconds(),
+        &rows,
+    ))
+    .unwrap();
+    assert_eq!(json["rows"][0]["allocs_per_sec"], Value::Null);
+    assert_eq!(json["rows"][0]["items_per_sec"], json!(10.0));
+    assert_eq!(json["interval_seconds"], json!(4.0));
+}
+
+#[test]
+fn rows_sort_by_any_column_absent_last_and_reverse_and_top() {
+    let mut rates = Rates::default();
+    let types = || vec![uma("b", 5, 50), slab("c", 1), uma("a", 9, 90)];
+    rates.next(snap(1, 0, types()));
+    let names =
+        |rows: &[TopRow]| -> Vec<String> { rows.iter().map(|r| r.ty.name.clone()).collect() };
+    let by =
+        |c: &str, rev: bool, top: Option<usize>| names(&rates.rows(column(c).unwrap(), rev, top));
+    assert_eq!(by("name", false, None), ["a", "b", "c"]);
+    assert_eq!(
+        by("NAME", true, None),
+        ["c", "b", "a"],
+        "headers name columns too"
+    );
+    assert_eq!(by("in_use_bytes", false, None), ["a", "b", "c"]);
+    assert_eq!(by("in_use_bytes", false, Some(2)), ["a", "b"]);
+    // c has no failure counter: last, whichever the direction.
+    assert_eq!(by("failures", false, None)[2], "c");
+    assert_eq!(by("failures", true, None)[2], "c");
+    assert!(column("nope").is_none());
+    assert!(column_names().contains("in_use_bytes"));
+}
