@@ -447,6 +447,36 @@ impl Snapshot {
         self.types.iter()
     }
 
+    /// Every allocator's totals (memAllocatorTable's rows, `top`'s header), in the order of
+    /// [`Allocator::ALL`], with 0 types for an allocator the snapshot has none of. A sum is
+    /// absent when no type of the allocator has the figure.
+    pub fn allocator_totals(&self) -> Vec<AllocatorTotals> {
+        let add = |acc: &mut Option<u64>, v: Option<u64>| {
+            if let Some(v) = v {
+                *acc = Some(acc.unwrap_or(0).saturating_add(v));
+            }
+        };
+        Allocator::ALL
+            .into_iter()
+            .map(|allocator| {
+                let mut sum = AllocatorTotals {
+                    allocator,
+                    types: 0,
+                    in_use_bytes: None,
+                    free_bytes: None,
+                    failures: None,
+                };
+                for t in self.types.iter().filter(|t| t.allocator == allocator) {
+                    sum.types += 1;
+                    add(&mut sum.in_use_bytes, t.in_use_bytes);
+                    add(&mut sum.free_bytes, t.free_bytes());
+                    add(&mut sum.failures, t.failures);
+                }
+                sum
+            })
+            .collect()
+    }
+
     /// Rates between an earlier snapshot and this one, as memtop(8) shows them.
     ///
     /// Types present in both snapshots get a [`Rate`]; a counter that went backwards (the type
@@ -481,6 +511,17 @@ impl Snapshot {
             })
             .collect()
     }
+}
+
+/// One allocator's totals over a snapshot's types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocatorTotals {
+    pub allocator: Allocator,
+    pub types: u64,
+    pub in_use_bytes: Option<u64>,
+    /// Free items times their size, where both are known.
+    pub free_bytes: Option<u64>,
+    pub failures: Option<u64>,
 }
 
 /// The change of one type between two snapshots.

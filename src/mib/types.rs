@@ -269,19 +269,7 @@ pub(crate) static CPU_TABLE: GroupDef<SnapshotRows> = GroupDef {
 };
 
 /// A row of memAllocatorTable: one allocator's totals.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct AllocSummary {
-    pub(crate) types: u64,
-    pub(crate) in_use_bytes: Option<u64>,
-    pub(crate) free_bytes: Option<u64>,
-    pub(crate) failures: Option<u64>,
-}
-
-fn add(acc: &mut Option<u64>, v: Option<u64>) {
-    if let Some(v) = v {
-        *acc = Some(acc.unwrap_or(0).saturating_add(v));
-    }
-}
+pub(crate) type AllocSummary = crate::memstat::AllocatorTotals;
 
 /// memAllocatorTable's columns. A row's handle is its allocator's position in
 /// `Allocator::ALL` and in [`SnapshotRows::allocators`].
@@ -327,21 +315,7 @@ pub(crate) static ALLOCATOR_TABLE: GroupDef<SnapshotRows> = GroupDef {
         },
     ],
     rows: |s| {
-        let sums = s.allocators.get_or_init(|| {
-            Allocator::ALL
-                .into_iter()
-                .map(|a| {
-                    let mut sum = AllocSummary::default();
-                    for t in s.snapshot.types.iter().filter(|t| t.allocator == a) {
-                        sum.types += 1;
-                        add(&mut sum.in_use_bytes, t.in_use_bytes);
-                        add(&mut sum.free_bytes, t.free_bytes());
-                        add(&mut sum.failures, t.failures);
-                    }
-                    sum
-                })
-                .collect()
-        });
+        let sums = s.allocators.get_or_init(|| s.snapshot.allocator_totals());
         // A row per allocator that has types.
         Allocator::ALL
             .into_iter()

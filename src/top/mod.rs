@@ -364,13 +364,38 @@ impl Rates {
     }
 }
 
-/// A frame as text: a line saying what it is, the kernel overview, then the table.
+/// A frame as text: a line saying what it is, the kernel overview, the allocators' totals,
+/// then the table.
 pub fn text_frame(heading: &str, snap: &Snapshot, rows: &[TopRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{heading}");
     let overview = crate::report::overview(snap);
     if !overview.is_empty() {
         out.push_str(&overview);
+    }
+    let totals: Vec<_> = snap
+        .allocator_totals()
+        .into_iter()
+        .filter(|t| t.types > 0)
+        .collect();
+    if !totals.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:<10} {:>8} {:>16} {:>16} {:>12}",
+            "ALLOCATOR", "TYPES", "INUSE-BYTES", "FREE-BYTES", "FAILURES"
+        );
+        let n = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        for t in totals {
+            let _ = writeln!(
+                out,
+                "{:<10} {:>8} {:>16} {:>16} {:>12}",
+                t.allocator.to_string(),
+                t.types,
+                n(t.in_use_bytes),
+                n(t.free_bytes),
+                n(t.failures)
+            );
+        }
     }
     let _ = writeln!(out);
     let mut header = String::new();
@@ -414,11 +439,26 @@ pub fn json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[TopRow]) -> Str
             Value::Object(m)
         })
         .collect();
+    let allocators: Vec<Value> = snap
+        .allocator_totals()
+        .into_iter()
+        .filter(|t| t.types > 0)
+        .map(|t| {
+            json!({
+                "allocator": t.allocator.to_string(),
+                "types": t.types,
+                "in_use_bytes": t.in_use_bytes,
+                "free_bytes": t.free_bytes,
+                "failures": t.failures,
+            })
+        })
+        .collect();
     let frame = json!({
         "taken_at_ms": snap.taken_at_ms,
         "generation": snap.generation,
         "source": snap.source,
         "interval_seconds": seconds,
+        "allocators": allocators,
         "rows": rows,
     });
     serde_json::to_string(&frame).expect("a frame always serialises")

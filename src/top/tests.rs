@@ -124,3 +124,45 @@ fn rows_sort_by_any_column_absent_last_and_reverse_and_top() {
     assert!(column("nope").is_none());
     assert!(column_names().contains("in_use_bytes"));
 }
+
+#[test]
+fn the_header_has_each_allocators_totals_absent_sums_as_dashes() {
+    let mut rates = Rates::default();
+    rates.next(snap(
+        1,
+        0,
+        vec![uma("a", 2, 9), uma("b", 3, 9), slab("c", 4)],
+    ));
+    let rows = rates.rows(column("name").unwrap(), false, None);
+    let last = rates.last.as_ref().unwrap();
+    let text = text_frame("h", last, &rows);
+    let line = |name: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        line("ALLOCATOR"),
+        [
+            "ALLOCATOR",
+            "TYPES",
+            "INUSE-BYTES",
+            "FREE-BYTES",
+            "FAILURES"
+        ]
+    );
+    // uma: 5 in use × 256; free 1 + 1 items × 256; failures 0 + 0.
+    assert_eq!(line("uma "), ["uma", "2", "1280", "512", "0"]);
+    // slab: no failure counter.
+    assert_eq!(line("slab "), ["slab", "1", "256", "0", "-"]);
+    assert!(
+        !text.contains("\nmalloc "),
+        "no malloc types, no malloc line: {text}"
+    );
+    let json: Value = serde_json::from_str(&json_frame(last, None, &rows)).unwrap();
+    assert_eq!(json["allocators"][0]["allocator"], "uma");
+    assert_eq!(json["allocators"][1]["failures"], Value::Null);
+}
