@@ -6,7 +6,11 @@
 //! unknown version refused at start-up. Where this machine's kernel has /proc/allocinfo, a
 //! walk is compared with it (root only); otherwise that test says why it skips.
 
+#[path = "support/allocinfo_text.rs"]
+mod allocinfo_text;
 mod common;
+
+use allocinfo_text::{header, row};
 
 use common::*;
 use std::collections::BTreeMap;
@@ -17,25 +21,6 @@ use std::process::Command;
 const ALLOCINFO: &str = ".1.3.6.1.4.1.32473.1.1.8";
 /// memAllocSiteEntry.
 const SITE_ENTRY: &str = ".1.3.6.1.4.1.32473.1.1.8.4.1";
-
-fn header(version: &str) -> String {
-    format!("allocinfo - version: {version}\n#     <size>  <calls> <tag info>\n")
-}
-
-/// A row as the kernel prints it: `"%12lli %8llu "`, the tag, ` accurate:no` when asked (2.0),
-/// a space and the newline.
-fn row(
-    bytes: i64,
-    calls: u64,
-    place: &str,
-    module: Option<&str>,
-    func: &str,
-    inaccurate: bool,
-) -> String {
-    let module = module.map(|m| format!(" [{m}]")).unwrap_or_default();
-    let marker = if inaccurate { " accurate:no" } else { "" };
-    format!("{bytes:12} {calls:8} {place}{module} func:{func}{marker} \n")
-}
 
 /// The table's rows by index: column number → value.
 type Sites = BTreeMap<u32, BTreeMap<u32, String>>;

@@ -1,7 +1,11 @@
 //! Operations: check-config, SIGHUP reloads, SIGTERM, and least privilege, against a real
 //! snmpd.
 
+#[path = "support/allocinfo_text.rs"]
+mod allocinfo_text;
 mod common;
+
+use allocinfo_text::{header, row};
 
 use common::*;
 use std::os::unix::fs::PermissionsExt;
@@ -265,12 +269,7 @@ fn needs_root_with_user_the_daemon_reads_a_root_only_allocinfo_after_dropping() 
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let file = dir.path().join("allocinfo");
-    let text = |bytes: u64| {
-        format!(
-            "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n{bytes:12} {:8} mm/a.c:1 func:f \n",
-            1
-        )
-    };
+    let text = |bytes: i64| header("1.0") + &row(bytes, 1, "mm/a.c:1", None, "f", false);
     std::fs::write(&file, text(2 << 20)).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o400)).unwrap();
     let snmpd = Snmpd::start_with_perms(dir.path(), Transport::Unix, "0660 0755 root nogroup");

@@ -135,17 +135,18 @@ impl SiteIdentity {
                 Some(s) if !appeared => s.discontinuity,
                 _ => master_now,
             };
-            self.seen.insert(
-                key.clone(),
-                Seen {
-                    generation: gen,
-                    discontinuity,
-                    over: over_at,
-                    served,
-                },
-            );
+            let seen = Seen {
+                generation: gen,
+                discontinuity,
+                over: over_at,
+                served,
+            };
+            // Most sites are not served: only a served one's key is copied, for its index.
             if served {
+                self.seen.insert(key.clone(), seen);
                 chosen.push((key, position as u32, discontinuity));
+            } else {
+                self.seen.insert(key, seen);
             }
         }
         // Forget what the kernel no longer lists: this memory is one read's.

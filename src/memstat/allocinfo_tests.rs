@@ -1,24 +1,9 @@
 use super::*;
 
-/// Line 1 and 2 as `print_allocinfo_header` writes them.
-fn header(version: &str) -> String {
-    format!("allocinfo - version: {version}\n#     <size>  <calls> <tag info>\n")
-}
+#[path = "../../tests/support/allocinfo_text.rs"]
+mod allocinfo_text;
 
-/// A row as `alloc_tag_to_text` and `codetag_to_text` write it: `"%12lli %8llu "`, the tag
-/// (with ` [module]` for a module's site), ` accurate:no` when asked, a space, the newline.
-fn row(
-    bytes: i64,
-    calls: u64,
-    place: &str,
-    module: Option<&str>,
-    func: &str,
-    inaccurate: bool,
-) -> String {
-    let module = module.map(|m| format!(" [{m}]")).unwrap_or_default();
-    let marker = if inaccurate { " accurate:no" } else { "" };
-    format!("{bytes:12} {calls:8} {place}{module} func:{func}{marker} \n")
-}
+use allocinfo_text::{header, row};
 
 fn core(bytes: i64, calls: u64, place: &str, func: &str) -> String {
     row(bytes, calls, place, None, func, false)
