@@ -107,7 +107,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("walk_type_table_300", |b| {
         b.iter(|| {
             for (i, f) in frames.iter_mut().enumerate() {
-                if i as u32 % REPETITIONS == 0 {
+                if (i as u32).is_multiple_of(REPETITIONS) {
                     txn = txn.wrapping_add(1);
                 }
                 // h.transactionID, network byte order.

@@ -1,4 +1,5 @@
-//! The `memstat-agentx` command: `run` (the subagent), `dump` and `check-config`. It parses
+//! The `memstat-agentx` command: `run` (the subagent), `dump`, `check-config`, and `top`,
+//! which runs memstat-top. It parses
 //! the command line and calls the library (`start`, `report`), which does the work.
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -52,10 +53,13 @@ enum Command {
         #[arg(long, value_name = "N")]
         top: Option<usize>,
     },
-    /// Print the memory types with their rates, interval after interval (-b: batch mode; the
-    /// full-screen view is not built yet).
-    #[command(after_help = source::help_text())]
-    Top(top::TopArgs),
+    /// Show the memory types with their rates, live: runs memstat-top, installed beside this
+    /// program, with the same arguments (memstat-top --help lists them).
+    #[command(disable_help_flag = true)]
+    Top {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Give run's verdict on the settings, without starting anything, and print them.
     #[command(after_help = source::help_text())]
     CheckConfig {
@@ -98,7 +102,7 @@ fn main() -> ExitCode {
             };
             dump(&source, format)
         }
-        Command::Top(args) => top(args),
+        Command::Top { args } => top(args),
         Command::CheckConfig { settings, run_as } => {
             match start::check_config(&settings, run_as.as_deref()) {
                 Ok(checked) => {
@@ -155,20 +159,20 @@ fn dump(source: &str, format: Format) -> ExitCode {
     }
 }
 
-/// `top`: batch frames (see `memstat_agentx::top::batch`).
-fn top(args: top::TopArgs) -> ExitCode {
-    use std::io::IsTerminal;
-    if !args.batch && std::io::stdout().is_terminal() {
-        print_err("top: the full-screen view is not built yet; use -b for batch mode");
-        return ExitCode::from(2);
-    }
-    match top::batch(&args.options(), &mut std::io::stdout().lock()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            print_err(&format!("top: {e}"));
-            ExitCode::from(e.exit_status())
+/// `top`: replaced by memstat-top, from the directory of this program, with the same
+/// arguments. The terminal library lives in that binary, so that `run` does not load it.
+fn top(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let err = match top::program() {
+        Ok(path) => {
+            use std::os::unix::process::CommandExt;
+            // exec only returns on failure.
+            let e = std::process::Command::new(&path).args(args).exec();
+            format!("top: cannot run {}: {e}", path.display())
         }
-    }
+        Err(e) => format!("top: {e}"),
+    };
+    print_err(&err);
+    ExitCode::FAILURE
 }
 
 /// Writes `text` to standard output. Never print!: it panics (exit 101) when stdout is

@@ -378,6 +378,13 @@ fn package_installs_serves_and_purges_cleanly() {
         check.contains(&format!("agentx-socket = \"{}\"", snmpd.agentx)),
         "check-config did not read {CONFIG}:\n{check}"
     );
+    // `top` runs the live view's own program, /usr/bin/memstat-top, from /usr/sbin: one frame
+    // of the slab caches in batch mode.
+    let frame = must(BINARY, &["top", "-b", "-n", "1", "--top", "3"]);
+    assert!(
+        frame.contains("memstat-agentx top: frame 1 of 1") && frame.contains("INUSE-BYTES"),
+        "memstat-agentx top through the installed memstat-top:\n{frame}"
+    );
     let log = dir.path().join("installed-daemon.log");
     let log_file = std::fs::File::create(&log).unwrap();
     let mut daemon = KillOnDrop(

@@ -22,7 +22,10 @@ fn read_hex(path: &str) -> Vec<u8> {
         .flat_map(|l| l.split('#').next().unwrap_or("").bytes())
         .filter(|b| !b.is_ascii_whitespace())
         .collect();
-    assert!(digits.len() % 2 == 0, "{path}: odd number of hex digits");
+    assert!(
+        digits.len().is_multiple_of(2),
+        "{path}: odd number of hex digits"
+    );
     digits
         .chunks(2)
         .map(|p| {

@@ -77,7 +77,7 @@ fn references(file: &ProductFile, me: &[String]) -> Vec<Vec<String>> {
             .trim_end_matches(' ')
             .chars()
             .last()
-            .map_or(true, |c| c == '\n' || c == ')' || c == 'b');
+            .is_none_or(|c| c == '\n' || c == ')' || c == 'b');
         let after = &rest[at + 4..];
         let Some(end) = after.find(';') else { break };
         if starts_statement {

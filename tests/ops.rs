@@ -490,7 +490,7 @@ fn sighup_during_start_up_is_not_fatal() {
     );
     let t0 = Instant::now();
     let mut served_at = None;
-    while served_at.map_or(true, |t: Instant| t.elapsed() < Duration::from_millis(200)) {
+    while served_at.is_none_or(|t: Instant| t.elapsed() < Duration::from_millis(200)) {
         Command::new("kill")
             .args(["-HUP", &child.id().to_string()])
             .status()

@@ -169,6 +169,10 @@ fn do_install_script(makefile: &str, stage: &Path) -> String {
             binary.to_string(),
         ),
         (
+            "${CARGO_TARGET_DIR}/${CARGO_BUILD_TARGET}/release/memstat-top",
+            env!("CARGO_BIN_EXE_memstat-top").to_string(),
+        ),
+        (
             "${CARGO_TARGET_DIR}/${CARGO_BUILD_TARGET}/release/libsnmp_agentx.so",
             module.display().to_string(),
         ),
@@ -223,6 +227,7 @@ fn pkg_plist_lists_every_file_the_port_installs() {
         "libexec",
         "sbin",
         "share/doc",
+        "share/man/man1",
         "share/man/man3",
         "share/man/man8",
     ] {
@@ -275,6 +280,9 @@ fn pkg_plist_lists_every_file_the_port_installs() {
     );
     for must in [
         "sbin/memstat-agentx",
+        // The live view, a program of its own (`memstat-agentx top` runs it), and its page.
+        "bin/memstat-top",
+        "share/man/man1/memstat-top.1.gz",
         "etc/memstat-agentx.toml.sample",
         "share/snmp/mibs/MEMSTAT-MIB.txt",
         "share/man/man8/memstat-agentx.8.gz",

@@ -73,7 +73,7 @@ fn admin_string(s: &str) -> Value {
 
 /// DateAndTime (SNMPv2-TC) in UTC, computed by counting days year by year.
 fn date_and_time(ms: u64) -> Vec<u8> {
-    let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let leap = |y: u64| (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
     let secs = ms / 1000;
     let mut days = secs / 86_400;
     let mut year = 1970u64;
@@ -633,7 +633,7 @@ fn serve(types: &[MemoryType], indexes: &[u32], sc: &Scenario) -> (Served, Vec<u
                 .find(|e| (e.allocator, &e.name, e.ordinal) == (t.allocator, &t.name, t.ordinal));
             let went_back =
                 |e: &MemoryType| matches!((t.allocs, e.allocs), (Some(a), Some(p)) if a < p);
-            if seen.map_or(true, went_back) {
+            if seen.is_none_or(went_back) {
                 *d = *master_now;
             }
         }

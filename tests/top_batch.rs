@@ -1,7 +1,8 @@
 //! `memstat-agentx top -b`, run as a script would: frames of a fixture that changes between
 //! them, in text and JSON, with the rates the change gives, `-` and null for what a slab cache
-//! does not have, and the errors of bad options. The full-screen view and `--snmp` are not
-//! built yet (issue 29).
+//! does not have, a fixture that did not change served as the same snapshot, and the errors of
+//! bad options. The full-screen view is tested in tests/top_screen.rs; `--snmp` is not built
+//! yet (issue 29).
 
 mod common;
 
@@ -204,4 +205,46 @@ fn bad_options_and_sources_are_refused_with_their_messages() {
         assert!(err.contains(message), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
+}
+
+#[test]
+fn an_unchanged_fixture_is_the_same_snapshot_again_and_keeps_its_rates() {
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    write_fixture(&fix, vec![uma("mbuf", 100, 1000), slab("dentry", 50)]);
+    let src = format!("fixture:{}", fix.display());
+    let mut child = Command::new(bin())
+        .args([
+            "top", "-b", "-n", "4", "-d", "2", "--format", "json", "--source", &src,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut frame = || -> serde_json::Value {
+        serde_json::from_str(&out.next().expect("a frame").unwrap()).unwrap()
+    };
+    let first = frame();
+    // Nothing changed: the same snapshot, still without rates.
+    let second = frame();
+    assert_eq!(second["generation"], first["generation"], "{second}");
+    assert_eq!(second["taken_at_ms"], first["taken_at_ms"], "{second}");
+    assert_eq!(second["interval_seconds"], serde_json::Value::Null);
+    // Printed; the next read is two seconds away.
+    write_fixture(&fix, vec![uma("mbuf", 140, 1600), slab("dentry", 30)]);
+    let third = frame();
+    assert_ne!(third["generation"], first["generation"], "{third}");
+    let secs = third["interval_seconds"].as_f64().expect("rates now");
+    assert!(
+        secs >= 4.0,
+        "over both intervals since the first read: {secs}"
+    );
+    let allocs = third["rows"][0]["allocs_per_sec"].as_f64().unwrap();
+    assert!((allocs * secs - 600.0).abs() <= 0.06 * secs, "{third}");
+    // Unchanged again: the same snapshot, and its rates kept, not 0.
+    let fourth = frame();
+    assert_eq!(fourth["generation"], third["generation"]);
+    assert_eq!(fourth["rows"], third["rows"], "the rates are kept");
+    assert_eq!(fourth["interval_seconds"], third["interval_seconds"]);
+    assert!(child.wait().unwrap().success());
 }

@@ -374,7 +374,7 @@ impl Header {
         if header.payload_length as u64 > MAX_PAYLOAD as u64 {
             return Err(err(DecodeErrorKind::PayloadTooLong, 16, "h.payload_length"));
         }
-        if header.payload_length % 4 != 0 {
+        if !header.payload_length.is_multiple_of(4) {
             return Err(err(
                 DecodeErrorKind::PayloadNotAligned,
                 16,

@@ -210,8 +210,7 @@ impl Registry {
         self.intervals(c)
             .iter()
             .find(|iv| {
-                iv.start.0.as_slice() <= oid
-                    && iv.end.as_ref().map_or(true, |e| oid < e.0.as_slice())
+                iv.start.0.as_slice() <= oid && iv.end.as_ref().is_none_or(|e| oid < e.0.as_slice())
             })
             .and_then(|iv| iv.owner)
     }
@@ -241,7 +240,7 @@ impl Registry {
                     if r.subtree.starts_with(&claim.0) {
                         cuts.push(r.subtree.clone());
                         if let Some(e) = subtree_end(&r.subtree.0) {
-                            if claim_end.as_ref().map_or(true, |ce| e < *ce) {
+                            if claim_end.as_ref().is_none_or(|ce| e < *ce) {
                                 cuts.push(e);
                             }
                         }

@@ -929,7 +929,7 @@ impl Model {
         self.waiting_at(oid, Some(me)).iter().any(other)
             || self.history.get(oid).is_some_and(|h| {
                 h.iter()
-                    .any(|p| other(p) && p.left.map_or(true, |left| left >= since))
+                    .any(|p| other(p) && p.left.is_none_or(|left| left >= since))
             })
     }
 
@@ -1007,7 +1007,7 @@ impl Model {
     /// allowed again (once per max-age) after it recovered.
     fn excused_by_failure(&self, read_at: Instant, now: Instant) -> bool {
         self.failures.iter().any(|&(from, to, _)| {
-            from <= now && to.map_or(true, |to| to > read_at && to + self.c.a >= now)
+            from <= now && to.is_none_or(|to| to > read_at && to + self.c.a >= now)
         })
     }
 

@@ -134,7 +134,7 @@ impl RowIdentity {
                 .parts
                 .iter()
                 .enumerate()
-                .flat_map(|(p, part)| std::iter::repeat(p).take(part.types as usize))
+                .flat_map(|(p, part)| std::iter::repeat_n(p, part.types as usize))
                 .collect();
             let mut parts = snap.parts.clone();
             for p in &mut parts {

@@ -185,8 +185,7 @@ impl Tracked {
     /// True when no walk and no request can come back to this view: no park within
     /// `window`, no mark within `resend` (the resend window, at most `window`).
     fn unused(&self, now: Instant, window: Duration, resend: Duration) -> bool {
-        let older =
-            |t: Option<Instant>, d: Duration| t.map_or(true, |t| now.duration_since(t) >= d);
+        let older = |t: Option<Instant>, d: Duration| t.is_none_or(|t| now.duration_since(t) >= d);
         older(self.newest_park, window) && older(self.newest_mark, resend)
     }
 
@@ -359,7 +358,7 @@ impl WalkTracker {
             let grace = self.policy.pause_grace;
             let quiet = self.views[0]
                 .newest_park
-                .map_or(true, |p| now.duration_since(p) >= grace);
+                .is_none_or(|p| now.duration_since(p) >= grace);
             if quiet {
                 self.views.remove(0);
             }
@@ -659,7 +658,7 @@ impl WalkTracker {
                 }
                 let youngest = |a: Option<u32>| Some(a.map_or(age, |a| a.min(age)));
                 if park.waiting > 0 {
-                    if here.same_request.is_none() && here.waiting.map_or(true, |a| age < a) {
+                    if here.same_request.is_none() && here.waiting.is_none_or(|a| age < a) {
                         here.turnaround = park.turnaround;
                         here.passed_over = passed_over.then_some(real_age);
                     }
@@ -1503,7 +1502,7 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             let now = t0 + Duration::from_millis(step);
-            if state % 7 == 0 && w.make_room(now) {
+            if state.is_multiple_of(7) && w.make_room(now) {
                 let v = view(step);
                 views.push(v.clone());
                 w.adopt(v, now);

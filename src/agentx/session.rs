@@ -289,7 +289,7 @@ impl Session {
             }
             return Ok(None);
         }
-        if !self.next_ping.is_some_and(|n| now >= n) {
+        if self.next_ping.is_none_or(|n| now < n) {
             return Ok(None);
         }
         let ids = self.next_ids();

@@ -1,8 +1,10 @@
-//! `memstat-agentx top`: the kernel's memory types with their rates, interval after interval.
+//! `memstat-top` (and `memstat-agentx top`, which runs it): the kernel's memory types with
+//! their rates, interval after interval.
 //!
-//! This is the batch side of the live view (issue 29): `top -b` prints plain text, one frame
-//! per interval, as `top -b` does, and `--format json` one JSON object per interval. The
-//! full-screen view and `--snmp` are not built yet.
+//! On a terminal it is a full-screen view ([`interactive`]; the keys and the layout are in
+//! `view.rs`, the terminal's modes and their restoring in `terminal.rs`). With `-b`, or into a
+//! pipe, [`batch`] prints plain text, one frame per interval, as `top -b` does, or with
+//! `--format json` one JSON object per interval. `--snmp` is not built yet (issue 29).
 //!
 //! A frame is made from two snapshots. Rates are per snapshot, not per frame: they are taken
 //! over the time between the two snapshots' reads, and a frame that gets the same snapshot
@@ -16,15 +18,50 @@
 //! the sort keys all come from it.
 
 mod args;
+mod terminal;
+mod view;
 
 pub use args::{TopArgs, TopFormat};
+pub use view::KEYS;
 
+use crate::memstat::fixture;
 use crate::memstat::source::{SourceChoice, Sources};
 use crate::memstat::{MemoryType, Rate, Snapshot, SourceError, TypeKey};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::time::{Duration, SystemTime};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The program of the live view: `memstat-agentx top` runs it.
+pub const PROGRAM: &str = "memstat-top";
+
+/// Where [`PROGRAM`] is: beside the running program (a build tree, or both in one
+/// directory), else in the `bin` beside its directory (memstat-agentx in /usr/sbin, or the
+/// port's sbin, and memstat-top in the `bin` next to it). Never looked up on PATH: what
+/// `sudo memstat-agentx top` runs must not depend on the caller's PATH.
+pub fn program() -> Result<std::path::PathBuf, String> {
+    let me =
+        std::env::current_exe().map_err(|e| format!("cannot find this program's own path: {e}"))?;
+    let dir = me
+        .parent()
+        .ok_or_else(|| format!("{}: no directory", me.display()))?;
+    let beside = dir.join(PROGRAM);
+    let bin = dir.parent().map(|p| p.join("bin").join(PROGRAM));
+    [Some(beside.clone()), bin]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "{PROGRAM} is not installed: looked for {}{}",
+                beside.display(),
+                dir.parent()
+                    .map(|p| format!(" and {}", p.join("bin").join(PROGRAM).display()))
+                    .unwrap_or_default()
+            )
+        })
+}
 
 /// What `top -b` was asked for.
 #[derive(Clone, Debug)]
@@ -83,25 +120,13 @@ impl std::error::Error for TopError {}
 /// `iterations` frames are written or `out`'s reader goes away (which is not an error, as
 /// with `top -b | head`).
 pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), TopError> {
-    let sort = column(&options.sort).ok_or_else(|| {
-        TopError::Usage(format!(
-            "--sort {:?}: no such column; the columns are {}",
-            options.sort,
-            column_names()
-        ))
-    })?;
-    let mut sources = options
-        .source
-        .parse::<SourceChoice>()
-        .and_then(|k| Sources::open(&k))
-        .map_err(TopError::Source)?;
+    let sort = sort_column(options)?;
+    let mut reader = Reader::open(options)?;
     let mut rates = Rates::default();
     for frame in 1u64.. {
-        let data = sources.read().merged().map_err(TopError::Source)?;
-        let mut snap = Snapshot::new(frame, SystemTime::now(), sources.name(), data.types);
-        snap.figures = data.figures;
-        snap.profiling = data.profiling;
-        rates.next(snap);
+        if let Read::New(snap) = reader.read()? {
+            rates.next(snap);
+        }
         let rows = rates.rows(sort, options.reverse, options.top);
         let snap = rates.last.as_ref().expect("just taken in");
         let text = if options.json {
@@ -131,6 +156,212 @@ pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), Top
         std::thread::sleep(options.delay);
     }
     Ok(())
+}
+
+/// The sources as `top` reads them. A replay of fixture files only, none of which changed
+/// since the last read, is not read again: the last snapshot stands, with its rates (a
+/// snapshot seen twice keeps them), as an SNMP walk of an unchanged snapshot will give. A
+/// 10,000-type fixture is 5.5 MB of JSON, and parsing it every second cost `top` 3.7% of a
+/// CPU (BENCHMARKS.md). A kernel source is read every time.
+struct Reader {
+    sources: Sources,
+    /// The fixture files, when every source is one.
+    fixtures: Option<Vec<PathBuf>>,
+    /// What they were when last read; `None` before a read, or when one could not be looked at.
+    stamps: Option<Vec<FileStamp>>,
+    generation: u64,
+}
+
+/// A file's identity and times: a replaced file (a new inode) or one written in place (new
+/// times) differs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<FileStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+}
+
+/// What a read gave.
+enum Read {
+    New(Snapshot),
+    /// Every source is a fixture that has not changed: the last snapshot stands.
+    Unchanged,
+}
+
+impl Reader {
+    fn open(options: &Options) -> Result<Reader, TopError> {
+        let choice = options
+            .source
+            .parse::<SourceChoice>()
+            .map_err(TopError::Source)?;
+        let fixtures = choice.resolve().ok().and_then(|specs| {
+            specs
+                .iter()
+                .map(|s| match s.def.name == fixture::SOURCE.name {
+                    true => s.path.clone(),
+                    false => None,
+                })
+                .collect::<Option<Vec<PathBuf>>>()
+        });
+        Ok(Reader {
+            sources: Sources::open(&choice).map_err(TopError::Source)?,
+            fixtures,
+            stamps: None,
+            generation: 0,
+        })
+    }
+
+    fn name(&self) -> String {
+        self.sources.name()
+    }
+
+    /// The next snapshot, unless only unchanged fixtures would be read.
+    fn read(&mut self) -> Result<Read, TopError> {
+        let stamps = self.fixtures.as_ref().and_then(|paths| {
+            paths
+                .iter()
+                .map(|p| FileStamp::of(p))
+                .collect::<Option<Vec<_>>>()
+        });
+        if stamps.is_some() && stamps == self.stamps {
+            return Ok(Read::Unchanged);
+        }
+        // Taken before the read: a file that changes during it is read again next time.
+        self.stamps = None;
+        let data = self.sources.read().merged().map_err(TopError::Source)?;
+        self.stamps = stamps;
+        self.generation += 1;
+        let mut snap = Snapshot::new(
+            self.generation,
+            SystemTime::now(),
+            self.sources.name(),
+            data.types,
+        );
+        snap.figures = data.figures;
+        snap.profiling = data.profiling;
+        Ok(Read::New(snap))
+    }
+}
+
+/// How the full-screen view ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// `q` or Ctrl-C.
+    Quit,
+    /// This signal asked it to end (SIGTERM, SIGHUP, SIGINT or SIGQUIT).
+    Signal(i32),
+}
+
+/// How long the view waits for a key before it looks at the signal flags again: the bound on
+/// how long a SIGTERM waits.
+const KEY_WAIT: Duration = Duration::from_millis(100);
+
+/// The full-screen view: reads the sources every interval and draws a frame of each read,
+/// and between reads follows the keys (see `view.rs`) and the terminal's size.
+///
+/// The first read is made before the terminal is touched, so that a source that cannot be
+/// read is a one-line error on a normal screen.
+pub fn interactive(options: &Options) -> Result<Ended, TopError> {
+    use ratatui::crossterm::event::{self, Event, KeyEventKind};
+    use std::io::IsTerminal;
+    let sort = sort_column(options)?;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(TopError::Usage(
+            "the full-screen view needs a terminal; use -b for batch output".into(),
+        ));
+    }
+    let mut reader = Reader::open(options)?;
+    let mut rates = Rates::default();
+    if let Read::New(snap) = reader.read()? {
+        rates.next(snap);
+    }
+    let sort = COLUMNS
+        .iter()
+        .position(|c| std::ptr::eq(c, sort))
+        .unwrap_or(0);
+    let mut view = view::View::new(sort, options.reverse, options.delay);
+    let mut screen = terminal::Screen::enter().map_err(TopError::Output)?;
+    let source = reader.name();
+    let mut next_read = Instant::now() + view.delay;
+    let mut dirty = true;
+    // A read that failed after the first: shown in the heading, the last snapshot kept.
+    loop {
+        if let Some(signal) = screen.signalled() {
+            return Ok(Ended::Signal(signal));
+        }
+        let now = Instant::now();
+        if !view.paused && now >= next_read {
+            match reader.read() {
+                Ok(Read::New(snap)) => {
+                    rates.next(snap);
+                    view.stale = None;
+                }
+                Ok(Read::Unchanged) => view.stale = None,
+                Err(e) => view.stale = Some(e.to_string()),
+            }
+            next_read = now + view.delay;
+            dirty = true;
+        }
+        if dirty {
+            screen
+                .terminal
+                .draw(|f| view.draw(f, &rates, &source))
+                .map_err(TopError::Output)?;
+            dirty = false;
+        }
+        let wait = match view.paused {
+            true => KEY_WAIT,
+            false => next_read
+                .saturating_duration_since(Instant::now())
+                .min(KEY_WAIT),
+        };
+        if !event::poll(wait).map_err(TopError::Output)? {
+            continue;
+        }
+        match event::read().map_err(TopError::Output)? {
+            Event::Key(k) if k.kind != KeyEventKind::Release => {
+                let present = rates.allocators_present();
+                match view.key(k, &present) {
+                    view::Action::None => {}
+                    view::Action::Redraw => dirty = true,
+                    view::Action::ReadNow => {
+                        next_read = Instant::now();
+                        dirty = true;
+                    }
+                    view::Action::Quit => return Ok(Ended::Quit),
+                }
+            }
+            Event::Resize(..) => dirty = true,
+            _ => {}
+        }
+    }
+}
+
+/// `--sort`'s column.
+fn sort_column(options: &Options) -> Result<&'static Column, TopError> {
+    column(&options.sort).ok_or_else(|| {
+        TopError::Usage(format!(
+            "--sort {:?}: no such column; the columns are {}",
+            options.sort,
+            column_names()
+        ))
+    })
 }
 
 /// One row of a frame: a memory type with its rates.
@@ -327,17 +558,31 @@ impl Rates {
 
     /// The rows of the last snapshot, sorted by `sort` (reversed with `reverse`), at most `top`.
     pub fn rows(&self, sort: &Column, reverse: bool, top: Option<usize>) -> Vec<TopRow<'_>> {
+        let mut rows = self.rows_where(sort, reverse, |_| true);
+        rows.truncate(top.unwrap_or(usize::MAX));
+        rows
+    }
+
+    /// The rows of the last snapshot that `keep` keeps, sorted by `sort` (reversed with
+    /// `reverse`).
+    pub fn rows_where(
+        &self,
+        sort: &Column,
+        reverse: bool,
+        keep: impl Fn(&TopRow) -> bool,
+    ) -> Vec<TopRow<'_>> {
         let Some(snap) = &self.last else {
             return Vec::new();
         };
         let mut rows: Vec<(TopRow, (bool, f64, String))> = snap
             .types
             .iter()
-            .map(|ty| {
-                let row = TopRow {
-                    ty,
-                    rate: self.rates.get(&ty.key()),
-                };
+            .map(|ty| TopRow {
+                ty,
+                rate: self.rates.get(&ty.key()),
+            })
+            .filter(|row| keep(row))
+            .map(|row| {
                 let key = (sort.cell)(&row).sort_key();
                 (row, key)
             })
@@ -354,8 +599,19 @@ impl Rates {
                 }
             })
         });
-        rows.truncate(top.unwrap_or(usize::MAX));
         rows.into_iter().map(|(r, _)| r).collect()
+    }
+
+    /// The allocators of the last snapshot's types, in the allocators' order.
+    pub fn allocators_present(&self) -> Vec<crate::memstat::Allocator> {
+        let mut present = Vec::new();
+        for t in self.last.iter().flat_map(|s| s.types.iter()) {
+            if !present.contains(&t.allocator) {
+                present.push(t.allocator);
+            }
+        }
+        present.sort();
+        present
     }
 
     /// The interval the rates were taken over, in seconds, once there are two snapshots.
@@ -373,48 +629,59 @@ pub fn text_frame(heading: &str, snap: &Snapshot, rows: &[TopRow]) -> String {
     if !overview.is_empty() {
         out.push_str(&overview);
     }
+    out.push_str(&totals_text(snap));
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", text_cells(COLUMNS.iter().map(|c| c.header)));
+    for r in rows {
+        let cells: Vec<String> = COLUMNS.iter().map(|c| (c.cell)(r).text()).collect();
+        let _ = writeln!(out, "{}", text_cells(cells.iter().map(String::as_str)));
+    }
+    out
+}
+
+/// The allocators' totals, a line each under a header; empty with no types.
+pub(crate) fn totals_text(snap: &Snapshot) -> String {
+    let mut out = String::new();
     let totals: Vec<_> = snap
         .allocator_totals()
         .into_iter()
         .filter(|t| t.types > 0)
         .collect();
-    if !totals.is_empty() {
+    if totals.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:<10} {:>8} {:>16} {:>16} {:>12}",
+        "ALLOCATOR", "TYPES", "INUSE-BYTES", "FREE-BYTES", "FAILURES"
+    );
+    let n = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+    for t in totals {
         let _ = writeln!(
             out,
             "{:<10} {:>8} {:>16} {:>16} {:>12}",
-            "ALLOCATOR", "TYPES", "INUSE-BYTES", "FREE-BYTES", "FAILURES"
+            t.allocator.to_string(),
+            t.types,
+            n(t.in_use_bytes),
+            n(t.free_bytes),
+            n(t.failures)
         );
-        let n = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
-        for t in totals {
-            let _ = writeln!(
-                out,
-                "{:<10} {:>8} {:>16} {:>16} {:>12}",
-                t.allocator.to_string(),
-                t.types,
-                n(t.in_use_bytes),
-                n(t.free_bytes),
-                n(t.failures)
-            );
-        }
-    }
-    let _ = writeln!(out);
-    let mut header = String::new();
-    for (i, c) in COLUMNS.iter().enumerate() {
-        push_cell(&mut header, i, c, c.header);
-    }
-    let _ = writeln!(out, "{}", header.trim_end());
-    for r in rows {
-        let mut line = String::new();
-        for (i, c) in COLUMNS.iter().enumerate() {
-            push_cell(&mut line, i, c, &(c.cell)(r).text());
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }
 
+/// A line of the table from its cells' texts, in the columns' order.
+pub(crate) fn text_cells<'a>(cells: impl Iterator<Item = &'a str>) -> String {
+    let mut line = String::new();
+    for ((i, c), text) in COLUMNS.iter().enumerate().zip(cells) {
+        push_cell(&mut line, i, c, text);
+    }
+    line.truncate(line.trim_end().len());
+    line
+}
+
 /// Appends one cell: text columns left-aligned, numbers right-aligned, a space between.
-fn push_cell(line: &mut String, i: usize, c: &Column, text: &str) {
+pub(crate) fn push_cell(line: &mut String, i: usize, c: &Column, text: &str) {
     if i > 0 {
         line.push(' ');
     }

@@ -166,3 +166,126 @@ fn the_header_has_each_allocators_totals_absent_sums_as_dashes() {
     assert_eq!(json["allocators"][0]["allocator"], "uma");
     assert_eq!(json["allocators"][1]["failures"], Value::Null);
 }
+
+mod view_keys {
+    use super::*;
+    use crate::top::view::{Action, View};
+    use ratatui::backend::TestBackend;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::Terminal;
+
+    fn key(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    fn code(k: KeyCode) -> KeyEvent {
+        KeyEvent::new(k, KeyModifiers::NONE)
+    }
+
+    fn screen(view: &View, rates: &Rates, width: u16, height: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+        t.draw(|f| view.draw(f, rates, "test")).unwrap();
+        let buf = t.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..height {
+            for x in 0..width {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    fn names(view: &View, rates: &Rates) -> Vec<String> {
+        rates
+            .rows(column("name").unwrap(), false, None)
+            .into_iter()
+            .filter(|r| view.shows(r))
+            .map(|r| r.ty.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_typed_filter_is_edited_applied_or_dropped() {
+        let mut rates = Rates::default();
+        rates.next(snap(1, 1000, vec![uma("abc", 1, 1), uma("xyz", 1, 1)]));
+        let mut v = View::new(0, false, Duration::from_secs(3));
+        // Keys typed on the line are text: `A` here is a letter, not the allocator filter.
+        for k in [
+            key('o'),
+            key('B'),
+            key('x'),
+            code(KeyCode::Backspace),
+            key('C'),
+        ] {
+            assert_eq!(v.key(k, &[Allocator::Uma]), Action::Redraw);
+        }
+        assert_eq!(
+            names(&v, &rates),
+            ["abc", "xyz"],
+            "not applied before Enter"
+        );
+        v.key(code(KeyCode::Enter), &[]);
+        assert_eq!(
+            names(&v, &rates),
+            ["abc"],
+            "\"BC\" matches abc, in any case"
+        );
+    }
+
+    #[test]
+    fn esc_drops_a_line_and_ctrl_c_quits_from_anywhere() {
+        let mut v = View::new(0, false, Duration::from_secs(3));
+        v.key(key('/'), &[]);
+        v.key(key('q'), &[]);
+        assert_eq!(
+            v.key(code(KeyCode::Esc), &[]),
+            Action::Redraw,
+            "q was typed, not obeyed"
+        );
+        v.key(key('d'), &[]);
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(
+            v.key(ctrl_c, &[]),
+            Action::Quit,
+            "even on the interval's line"
+        );
+        let mut fresh = View::new(0, false, Duration::from_secs(3));
+        assert_eq!(fresh.key(key('q'), &[]), Action::Quit);
+    }
+
+    #[test]
+    fn a_steps_through_the_allocators_present_then_all() {
+        let mut rates = Rates::default();
+        rates.next(snap(1, 1000, vec![uma("zone", 1, 1), slab("dentry", 1)]));
+        let present = rates.allocators_present();
+        assert_eq!(present, [Allocator::Uma, Allocator::Slab]);
+        let mut v = View::new(0, false, Duration::from_secs(3));
+        v.key(key('A'), &present);
+        assert_eq!(names(&v, &rates), ["zone"]);
+        v.key(key('A'), &present);
+        assert_eq!(names(&v, &rates), ["dentry"]);
+        v.key(key('A'), &present);
+        assert_eq!(names(&v, &rates), ["dentry", "zone"]);
+    }
+
+    #[test]
+    fn a_frame_shows_as_many_rows_as_fit_and_dashes_for_absent_counters() {
+        let mut rates = Rates::default();
+        let types: Vec<MemoryType> = (0..50)
+            .map(|i| slab(&format!("cache{i:02}"), i + 1))
+            .collect();
+        rates.next(snap(1, 1000, types));
+        let v = View::new(0, false, Duration::from_secs(3));
+        let s = screen(&v, &rates, 140, 12);
+        // 12 lines: the heading, the totals (2), the table's header, the status line: 7 rows.
+        assert!(s.contains("7 of 50 rows, sorted by name"), "{s}");
+        let row = s.lines().find(|l| l.starts_with("cache00")).expect(&s);
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells[6], "-",
+            "a slab cache has no allocation counter: {row}"
+        );
+        assert!(!s.contains("cache07"), "only the rows that fit: {s}");
+    }
+}

@@ -1081,7 +1081,7 @@ fn payload_length_too_long_or_unaligned() {
 fn oid_with_200_subids() {
     let mut b = header_be(PduType::GET, 0, 4 + 800 + 4);
     b.extend_from_slice(&[200, 0, 0, 0]); // start: n_subid 200, prefix 0
-    b.extend(std::iter::repeat(0u8).take(800)); // 200 sub-ids
+    b.extend(std::iter::repeat_n(0u8, 800)); // 200 sub-ids
     b.extend_from_slice(&[0, 0, 0, 0]); // end: null
     let e = decode_err(&b);
     assert_eq!(e.kind, DecodeErrorKind::OidTooLong);
@@ -1095,7 +1095,7 @@ fn oid_limit_counts_the_prefix() {
     // 123 sub-ids + prefix = 128: fine.
     let mut b = header_be(PduType::REMOVE_AGENT_CAPS, 0, 4 + 123 * 4);
     b.extend_from_slice(&[123, 4, 0, 0]);
-    b.extend(std::iter::repeat(0u8).take(123 * 4));
+    b.extend(std::iter::repeat_n(0u8, 123 * 4));
     match Pdu::decode(&b).unwrap().payload {
         Payload::RemoveAgentCaps { id } => {
             assert_eq!(id.len(), 128);
@@ -1106,12 +1106,12 @@ fn oid_limit_counts_the_prefix() {
     // 124 sub-ids + prefix = 129: too long.
     let mut b = header_be(PduType::REMOVE_AGENT_CAPS, 0, 4 + 124 * 4);
     b.extend_from_slice(&[124, 4, 0, 0]);
-    b.extend(std::iter::repeat(0u8).take(124 * 4));
+    b.extend(std::iter::repeat_n(0u8, 124 * 4));
     assert_eq!(decode_err(&b).kind, DecodeErrorKind::OidTooLong);
     // 128 plain sub-ids: fine.
     let mut b = header_be(PduType::REMOVE_AGENT_CAPS, 0, 4 + 128 * 4);
     b.extend_from_slice(&[128, 0, 0, 0]);
-    b.extend(std::iter::repeat(0u8).take(128 * 4));
+    b.extend(std::iter::repeat_n(0u8, 128 * 4));
     assert!(Pdu::decode(&b).is_ok());
 }
 

@@ -274,7 +274,7 @@ impl Master {
                     Some(VarBind { name, .. }) => vb.name > *name,
                     None => vb.name > start || (include && vb.name == start),
                 };
-                let before_end = iv.end.as_ref().map_or(true, |e| vb.name < *e);
+                let before_end = iv.end.as_ref().is_none_or(|e| vb.name < *e);
                 if !after_prev || !before_end || vb.value.is_exception() {
                     self.log(
                         libc::LOG_WARNING,
