@@ -1,8 +1,8 @@
 //! `memstat-agentx top -b`, run as a script would: frames of a fixture that changes between
 //! them, in text and JSON, with the rates the change gives, `-` and null for what a slab cache
 //! does not have, a fixture that did not change served as the same snapshot, and the errors of
-//! bad options. The full-screen view is tested in tests/top_screen.rs; `--snmp` is not built
-//! yet (issue 29).
+//! bad options. The full-screen view is tested in tests/top_screen.rs, `--snmp` in
+//! tests/top_snmp.rs.
 
 mod common;
 

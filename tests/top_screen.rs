@@ -68,10 +68,22 @@ impl Top {
     /// Starts `top ARGS` on a fixture of `types` in a `width` × `height` terminal, with its
     /// output recorded from the first byte.
     fn start(types: Vec<MemoryType>, args: &str, width: u16, height: u16) -> Top {
-        need("tmux", "tmux");
         let dir = tempfile::tempdir().unwrap();
         let fixture = dir.path().join("fixture.json");
         write_fixture(&fixture, types);
+        let args = format!("--source fixture:{} {args}", fixture.display());
+        Top::launch(dir, fixture, &args, width, height)
+    }
+
+    /// Starts `top ARGS` in `dir`; `fixture` is the file whose changes the test makes.
+    fn launch(
+        dir: tempfile::TempDir,
+        fixture: PathBuf,
+        args: &str,
+        width: u16,
+        height: u16,
+    ) -> Top {
+        need("tmux", "tmux");
         let socket = dir.path().join("tmux.sock");
         let raw = dir.path().join("raw.out");
         let conf = dir.path().join("tmux.conf");
@@ -85,9 +97,8 @@ impl Top {
             dir,
         };
         let cmd = format!(
-            "read go; {} top --source fixture:{} {args}; echo $? > {}.tmp; mv {}.tmp {}",
+            "read go; {} top {args}; echo $? > {}.tmp; mv {}.tmp {}",
             bin(),
-            top.fixture.display(),
             top.dir.path().join("status").display(),
             top.dir.path().join("status").display(),
             top.dir.path().join("status").display(),
@@ -470,8 +481,17 @@ fn a_resize_is_followed_and_no_refresh_clears_the_whole_screen() {
             .unwrap();
         (g, top.raw_output().len())
     };
-    let (g0, len0) = shown(4);
-    let (g1, len1) = shown(g0 + 10);
+    // A snapshot comes when the fixture changes (an unchanged one is not read again): one
+    // row's figures at a time.
+    let (g0, len0) = shown(2);
+    let mut g1 = g0;
+    let mut len1 = len0;
+    for i in 0..8 {
+        let mut next = first_types();
+        next[0] = uma("mbuf", 1002 + i, 5020 + 10 * i);
+        write_fixture(top.fixture(), next);
+        (g1, len1) = shown(g1 + 1);
+    }
     let per_refresh = (len1 - len0) / (g1 - g0) as usize;
     assert!(
         per_refresh * 4 < on_screen,
@@ -554,4 +574,52 @@ fn the_man_page_lists_every_key_the_help_screen_lists() {
         .collect();
     let keys: Vec<&str> = memstat_agentx::top::KEYS.iter().map(|(k, _)| *k).collect();
     assert_eq!(listed, keys, "KEYS in man/memstat-top.1 against top::KEYS");
+}
+
+#[test]
+fn over_snmp_v2c_the_screen_shows_the_served_fixture_and_its_rates() {
+    // The harness's snmpd, and the daemon serving the fixture with a short max-age.
+    let (served, snmpd, _daemon) =
+        start_with_fixture(Transport::Unix, first_types(), &["--max-age", "0.5"]);
+    let fixture = served.path().join("fixture.json");
+    let args = format!("--snmp 127.0.0.1:{} --community public -d 0.5", snmpd.port);
+    let top = Top::launch(tempfile::tempdir().unwrap(), fixture, &args, 140, 30);
+    let s = top.screen();
+    assert!(
+        s.contains(&format!("source snmp:127.0.0.1:{}", snmpd.port)),
+        "{s}"
+    );
+    assert_eq!(
+        Top::row_names(&s),
+        ["mbuf", "devbuf", "dentry", "zfs_znode"],
+        "the fixture's rows, by in-use bytes: {s}"
+    );
+    let mut next = first_types();
+    next[0] = uma("mbuf", 1400, 9000);
+    write_fixture(top.fixture(), next);
+    let s = top.wait_screen("mbuf's rates over SNMP", |s| {
+        s.lines()
+            .any(|l| l.starts_with("mbuf ") && l.split_whitespace().nth(6) != Some("-"))
+    });
+    let mbuf: Vec<&str> = s
+        .lines()
+        .find(|l| l.starts_with("mbuf "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(mbuf[3], (1400 * 256).to_string(), "{s}");
+    let allocs: f64 = mbuf[6].parse().unwrap();
+    assert!(allocs > 0.0, "{s}");
+    let dentry: Vec<&str> = s
+        .lines()
+        .find(|l| l.starts_with("dentry "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        dentry[6], "-",
+        "a slab cache has no allocation counter, over SNMP too: {s}"
+    );
+    top.keys(&["q"]);
+    assert_eq!(top.wait_exit(), 0);
 }

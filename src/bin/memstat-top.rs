@@ -25,10 +25,13 @@ fn main() -> ExitCode {
     let Cli { args } = Cli::parse();
     // On a terminal, the full-screen view; with -b, or into a pipe, batch frames: a pipe
     // never gets escape codes.
-    let ended = match args.batch || !std::io::stdout().is_terminal() {
-        true => top::batch(&args.options(), &mut std::io::stdout().lock()).map(|()| Ended::Quit),
-        false => top::interactive(&args.options()),
-    };
+    let ended =
+        args.options().and_then(
+            |options| match args.batch || !std::io::stdout().is_terminal() {
+                true => top::batch(&options, &mut std::io::stdout().lock()).map(|()| Ended::Quit),
+                false => top::interactive(&options),
+            },
+        );
     match ended {
         Ok(Ended::Quit) => ExitCode::SUCCESS,
         // Ended by a signal, with the terminal restored: the shell's status for it.

@@ -102,6 +102,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: Some(Os::Linux),
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[]),
+    saved_copy: false,
     groups: &[],
     kinds: &[],
     open: open_source,

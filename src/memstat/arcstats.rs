@@ -37,6 +37,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: Some(Os::Linux),
     opening: Opening::Reopened,
     fills: Fills::Allocators(&[]),
+    saved_copy: false,
     groups: &[ARC_GROUP],
     kinds: &[KernelKind {
         index: 13,

@@ -22,6 +22,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: None,
     opening: Opening::Reopened,
     fills: Fills::Anything,
+    saved_copy: true,
     groups: &[],
     kinds: &[],
     open: open_source,

@@ -26,6 +26,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: Some(Os::Linux),
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[Allocator::Slab]),
+    saved_copy: false,
     groups: &[],
     kinds: &[],
     open: open_source,

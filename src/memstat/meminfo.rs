@@ -28,6 +28,7 @@ pub const SOURCE: SourceDef = SourceDef {
     auto_on: Some(Os::Linux),
     opening: Opening::Reopened,
     fills: Fills::Allocators(&[]),
+    saved_copy: false,
     groups: &[],
     kinds: KINDS,
     open: open_source,

@@ -20,6 +20,10 @@ pub struct SourceDef {
     pub auto_on: Option<Os>,
     pub opening: Opening,
     pub fills: Fills,
+    /// True for a source that only reads a saved file (the fixture): a file whose device,
+    /// inode, size and times have not changed holds the same data, and `top` does not read it
+    /// again. Never for a kernel file, whose times do not move with what it says.
+    pub saved_copy: bool,
     /// The groups of scalars its kernel-wide figures fill, if it reads any.
     pub groups: &'static [FigureGroup],
     /// The rows of memKernelTable its figures fill, if any.

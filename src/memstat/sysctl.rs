@@ -21,6 +21,7 @@ pub(crate) const SOURCE: SourceDef = SourceDef {
     auto_on: Some(Os::FreeBsd),
     opening: Opening::KeptOpen,
     fills: Fills::Allocators(&[malloc::ALLOCATOR.allocator, uma::ALLOCATOR.allocator]),
+    saved_copy: false,
     groups: &[],
     kinds: wired::KINDS,
     open: open_source,

@@ -1,15 +1,47 @@
 //! `top`'s command line.
 
-use super::Options;
+use super::snmp::{credentials_file, CredentialWords, Target};
+use super::{Options, TopError};
 use clap::ValueEnum;
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// The options of `memstat-agentx top`.
+/// The options of `memstat-top` (and `memstat-agentx top`).
 #[derive(clap::Args, Debug)]
 pub struct TopArgs {
     /// auto, or sources separated by commas (see Sources below)
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", conflicts_with = "snmp")]
     pub source: String,
+    /// Read MEMSTAT-MIB from HOST's SNMP agent (port 161 unless given) instead of a source
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub snmp: Option<String>,
+    /// The v2c community (default: public). On the command line `ps` shows it:
+    /// --credentials keeps it in a file
+    #[arg(long, requires = "snmp")]
+    pub community: Option<String>,
+    /// The SNMPv3 user
+    #[arg(long, requires = "snmp")]
+    pub user: Option<String>,
+    /// The SNMPv3 authentication protocol: MD5, SHA (default), SHA-224, SHA-256, SHA-384,
+    /// SHA-512
+    #[arg(long, value_name = "PROTOCOL", requires = "snmp")]
+    pub auth_protocol: Option<String>,
+    /// The SNMPv3 authentication password (authNoPriv; authPriv with --priv-password)
+    #[arg(long, value_name = "PASSWORD", requires = "snmp")]
+    pub auth_password: Option<String>,
+    /// The SNMPv3 privacy protocol: DES, AES (default), AES-192, AES-256
+    #[arg(long, value_name = "PROTOCOL", requires = "snmp")]
+    pub priv_protocol: Option<String>,
+    /// The SNMPv3 privacy password
+    #[arg(long, value_name = "PASSWORD", requires = "snmp")]
+    pub priv_password: Option<String>,
+    /// A TOML file of the credentials (community, or user, auth-protocol, auth-password,
+    /// priv-protocol, priv-password), readable by its owner only; the options above override it
+    #[arg(long, value_name = "FILE", requires = "snmp")]
+    pub credentials: Option<PathBuf>,
+    /// Seconds one SNMP request waits for its answer (0.1 to 60)
+    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = parse_timeout, requires = "snmp")]
+    pub timeout: f64,
     /// Batch mode: plain text (or JSON) on standard output, one frame per interval, as
     /// `top -b` prints
     #[arg(short = 'b', long)]
@@ -41,16 +73,47 @@ pub enum TopFormat {
 }
 
 impl TopArgs {
-    pub fn options(&self) -> Options {
-        Options {
+    /// The options, with the SNMP credentials checked (and their file read).
+    pub fn options(&self) -> Result<Options, TopError> {
+        let snmp = match &self.snmp {
+            None => None,
+            Some(host) => {
+                let base = match &self.credentials {
+                    Some(path) => credentials_file(path).map_err(TopError::Credentials)?,
+                    None => CredentialWords::default(),
+                };
+                let words = CredentialWords {
+                    community: self.community.clone(),
+                    user: self.user.clone(),
+                    auth_protocol: self.auth_protocol.clone(),
+                    auth_password: self.auth_password.clone(),
+                    priv_protocol: self.priv_protocol.clone(),
+                    priv_password: self.priv_password.clone(),
+                }
+                .over(base);
+                let credentials = words.credentials().map_err(|e| {
+                    TopError::Usage(match &self.credentials {
+                        Some(p) => format!("{} with the options: {e}", p.display()),
+                        None => e,
+                    })
+                })?;
+                Some(Target {
+                    host: host.clone(),
+                    credentials,
+                    timeout: Duration::from_secs_f64(self.timeout),
+                })
+            }
+        };
+        Ok(Options {
             source: self.source.clone(),
+            snmp,
             iterations: self.iterations,
             delay: Duration::from_secs_f64(self.delay),
             json: matches!(self.format, TopFormat::Json),
             top: self.top,
             sort: self.sort.clone(),
             reverse: self.reverse,
-        }
+        })
     }
 }
 
@@ -61,5 +124,13 @@ fn parse_delay(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "{s:?}: must be a number of seconds from 0.1 to 86400"
         )),
+    }
+}
+
+/// `--timeout`: seconds from a tenth of a second to a minute.
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if (0.1..=60.0).contains(&d) => Ok(d),
+        _ => Err(format!("{s:?}: must be a number of seconds from 0.1 to 60")),
     }
 }

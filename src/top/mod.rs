@@ -4,7 +4,8 @@
 //! On a terminal it is a full-screen view ([`interactive`]; the keys and the layout are in
 //! `view.rs`, the terminal's modes and their restoring in `terminal.rs`). With `-b`, or into a
 //! pipe, [`batch`] prints plain text, one frame per interval, as `top -b` does, or with
-//! `--format json` one JSON object per interval. `--snmp` is not built yet (issue 29).
+//! `--format json` one JSON object per interval. With `--snmp` it reads MEMSTAT-MIB from a
+//! host's agent instead of a source (`snmp.rs`).
 //!
 //! A frame is made from two snapshots. Rates are per snapshot, not per frame: they are taken
 //! over the time between the two snapshots' reads, and a frame that gets the same snapshot
@@ -18,13 +19,13 @@
 //! the sort keys all come from it.
 
 mod args;
+mod snmp;
 mod terminal;
 mod view;
 
 pub use args::{TopArgs, TopFormat};
 pub use view::KEYS;
 
-use crate::memstat::fixture;
 use crate::memstat::source::{SourceChoice, Sources};
 use crate::memstat::{MemoryType, Rate, Snapshot, SourceError, TypeKey};
 use serde_json::{json, Map, Value};
@@ -68,6 +69,8 @@ pub fn program() -> Result<std::path::PathBuf, String> {
 pub struct Options {
     /// The `source` setting's words.
     pub source: String,
+    /// Read MEMSTAT-MIB from this host instead of `source`.
+    pub snmp: Option<snmp::Target>,
     /// Frames to print; `None` until interrupted.
     pub iterations: Option<u64>,
     pub delay: Duration,
@@ -89,6 +92,10 @@ pub enum TopError {
     Source(SourceError),
     /// Standard output failed for another reason than a reader that went away.
     Output(std::io::Error),
+    /// `--snmp`: the host could not be read (unreachable, refused, or without MEMSTAT-MIB).
+    Snmp(String),
+    /// `--credentials`: the file could not be read, or holds others' secrets.
+    Credentials(String),
 }
 
 impl TopError {
@@ -96,7 +103,10 @@ impl TopError {
     pub fn exit_status(&self) -> u8 {
         match self {
             TopError::Usage(_) => 2,
-            TopError::Source(_) | TopError::Output(_) => 1,
+            TopError::Source(_)
+            | TopError::Output(_)
+            | TopError::Snmp(_)
+            | TopError::Credentials(_) => 1,
         }
     }
 }
@@ -106,10 +116,15 @@ impl fmt::Display for TopError {
         match self {
             TopError::Usage(m) => f.write_str(m),
             TopError::Source(e @ SourceError::PermissionDenied { .. }) => {
-                write!(f, "{e} (run it as root, for example with sudo)")
+                write!(
+                    f,
+                    "{e} (run it as root, for example with sudo, or read it through the \
+                     host's agent with --snmp localhost)"
+                )
             }
             TopError::Source(e) => e.fmt(f),
             TopError::Output(e) => write!(f, "cannot write to standard output: {e}"),
+            TopError::Snmp(m) | TopError::Credentials(m) => f.write_str(m),
         }
     }
 }
@@ -124,8 +139,9 @@ pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), Top
     let mut reader = Reader::open(options)?;
     let mut rates = Rates::default();
     for frame in 1u64.. {
-        if let Read::New(snap) = reader.read()? {
+        if let Read::New(snap, moved) = reader.read()? {
             rates.next(snap);
+            rates.forget(&moved);
         }
         let rows = rates.rows(sort, options.reverse, options.top);
         let snap = rates.last.as_ref().expect("just taken in");
@@ -158,14 +174,44 @@ pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), Top
     Ok(())
 }
 
+/// Where `top` reads from: the sources, or a host's agent (`--snmp`).
+enum Reader {
+    Local(LocalReader),
+    /// Boxed: the SNMP session holds a 64 KiB receive buffer.
+    Snmp(Box<snmp::SnmpReader>),
+}
+
+impl Reader {
+    fn open(options: &Options) -> Result<Reader, TopError> {
+        Ok(match &options.snmp {
+            Some(target) => Reader::Snmp(Box::new(snmp::SnmpReader::open(target)?)),
+            None => Reader::Local(LocalReader::open(options)?),
+        })
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Reader::Local(r) => r.sources.name(),
+            Reader::Snmp(r) => r.name(),
+        }
+    }
+
+    fn read(&mut self) -> Result<Read, TopError> {
+        match self {
+            Reader::Local(r) => r.read(),
+            Reader::Snmp(r) => r.read(),
+        }
+    }
+}
+
 /// The sources as `top` reads them. A replay of fixture files only, none of which changed
 /// since the last read, is not read again: the last snapshot stands, with its rates (a
 /// snapshot seen twice keeps them), as an SNMP walk of an unchanged snapshot will give. A
 /// 10,000-type fixture is 5.5 MB of JSON, and parsing it every second cost `top` 3.7% of a
 /// CPU (BENCHMARKS.md). A kernel source is read every time.
-struct Reader {
+struct LocalReader {
     sources: Sources,
-    /// The fixture files, when every source is one.
+    /// The files of the sources, when every source is a saved copy (a fixture).
     fixtures: Option<Vec<PathBuf>>,
     /// What they were when last read; `None` before a read, or when one could not be looked at.
     stamps: Option<Vec<FileStamp>>,
@@ -199,13 +245,15 @@ impl FileStamp {
 
 /// What a read gave.
 enum Read {
-    New(Snapshot),
+    /// A new snapshot, and the types whose counters restarted since the last one (their
+    /// discontinuity time moved): they get no rate for this interval.
+    New(Snapshot, Vec<TypeKey>),
     /// Every source is a fixture that has not changed: the last snapshot stands.
     Unchanged,
 }
 
-impl Reader {
-    fn open(options: &Options) -> Result<Reader, TopError> {
+impl LocalReader {
+    fn open(options: &Options) -> Result<LocalReader, TopError> {
         let choice = options
             .source
             .parse::<SourceChoice>()
@@ -213,22 +261,18 @@ impl Reader {
         let fixtures = choice.resolve().ok().and_then(|specs| {
             specs
                 .iter()
-                .map(|s| match s.def.name == fixture::SOURCE.name {
+                .map(|s| match s.def.saved_copy {
                     true => s.path.clone(),
                     false => None,
                 })
                 .collect::<Option<Vec<PathBuf>>>()
         });
-        Ok(Reader {
+        Ok(LocalReader {
             sources: Sources::open(&choice).map_err(TopError::Source)?,
             fixtures,
             stamps: None,
             generation: 0,
         })
-    }
-
-    fn name(&self) -> String {
-        self.sources.name()
     }
 
     /// The next snapshot, unless only unchanged fixtures would be read.
@@ -255,7 +299,7 @@ impl Reader {
         );
         snap.figures = data.figures;
         snap.profiling = data.profiling;
-        Ok(Read::New(snap))
+        Ok(Read::New(snap, Vec::new()))
     }
 }
 
@@ -288,8 +332,9 @@ pub fn interactive(options: &Options) -> Result<Ended, TopError> {
     }
     let mut reader = Reader::open(options)?;
     let mut rates = Rates::default();
-    if let Read::New(snap) = reader.read()? {
+    if let Read::New(snap, moved) = reader.read()? {
         rates.next(snap);
+        rates.forget(&moved);
     }
     let sort = COLUMNS
         .iter()
@@ -308,8 +353,9 @@ pub fn interactive(options: &Options) -> Result<Ended, TopError> {
         let now = Instant::now();
         if !view.paused && now >= next_read {
             match reader.read() {
-                Ok(Read::New(snap)) => {
+                Ok(Read::New(snap, moved)) => {
                     rates.next(snap);
+                    rates.forget(&moved);
                     view.stale = None;
                 }
                 Ok(Read::Unchanged) => view.stale = None,
@@ -600,6 +646,13 @@ impl Rates {
             })
         });
         rows.into_iter().map(|(r, _)| r).collect()
+    }
+
+    /// Drops the rates of `keys`: their counters restarted in the last interval.
+    pub fn forget(&mut self, keys: &[TypeKey]) {
+        for k in keys {
+            self.rates.remove(k);
+        }
     }
 
     /// The allocators of the last snapshot's types, in the allocators' order.
