@@ -497,9 +497,7 @@ fn type_columns() -> Vec<u64> {
 
 /// MemAllocator's value.
 fn allocator_of(n: u64) -> Option<Allocator> {
-    [Allocator::Malloc, Allocator::Uma, Allocator::Slab]
-        .into_iter()
-        .find(|a| *a as u64 == n)
+    Allocator::ALL.into_iter().find(|a| *a as u64 == n)
 }
 
 fn oid(parts: &[&[u64]]) -> Oid<'static> {
