@@ -4,8 +4,11 @@
 //! bad options. The full-screen view is tested in tests/top_screen.rs, `--snmp` in
 //! tests/top_snmp.rs.
 
+#[path = "support/allocinfo_text.rs"]
+mod allocinfo_text;
 mod common;
 
+use allocinfo_text::{header, row};
 use common::*;
 use memstat_agentx::memstat::{Allocator, MemoryType};
 use std::io::{BufRead, BufReader};
@@ -247,4 +250,100 @@ fn an_unchanged_fixture_is_the_same_snapshot_again_and_keeps_its_rates() {
     assert_eq!(fourth["rows"], third["rows"], "the rates are kept");
     assert_eq!(fourth["interval_seconds"], third["interval_seconds"]);
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn call_sites_are_rows_with_the_rates_of_their_bytes_and_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    write_fixture(&fix, vec![uma("mbuf", 100, 1000)]);
+    let info = dir.path().join("allocinfo");
+    let write_info = |slub: i64, calls: u64| {
+        let text = header("2.0")
+            + &row(
+                slub,
+                calls,
+                "mm/slub.c:2452",
+                None,
+                "alloc_slab_page",
+                false,
+            )
+            + &row(
+                4096,
+                1,
+                "fs/ext4/super.c:100",
+                Some("ext4"),
+                "ext4_fill_super",
+                false,
+            );
+        let tmp = info.with_extension("tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &info).unwrap();
+    };
+    write_info(1_000_000, 100);
+    let src = format!("fixture:{},allocinfo:{}", fix.display(), info.display());
+    let mut child = Command::new(bin())
+        .args([
+            "top", "-b", "-n", "2", "-d", "2", "--sites", "--format", "json",
+        ])
+        .args(["--source", &src])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut frame = || -> serde_json::Value {
+        serde_json::from_str(&out.next().expect("a frame").unwrap()).unwrap()
+    };
+    let first = frame();
+    assert_eq!(first["profiling"], "on", "{first}");
+    assert_eq!(first["sites_read"], 2);
+    let sites = first["sites"].as_array().unwrap();
+    // By bytes, the most first.
+    assert_eq!(sites[0]["site"], "mm/slub.c:2452");
+    assert_eq!(sites[0]["function"], "alloc_slab_page");
+    assert_eq!(sites[0]["module"], "");
+    assert_eq!(sites[1]["module"], "ext4");
+    assert_eq!(
+        sites[0]["bytes_per_sec"],
+        serde_json::Value::Null,
+        "no rate at first"
+    );
+    // Printed; the next read is two seconds away.
+    write_info(1_400_000, 140);
+    let second = frame();
+    let secs = second["interval_seconds"].as_f64().expect("rates now");
+    let slub = &second["sites"][0];
+    assert_eq!(slub["bytes"], 1_400_000);
+    let bytes = slub["bytes_per_sec"].as_f64().unwrap();
+    assert!(
+        (bytes * secs - 400_000.0).abs() <= 0.06 * secs * 1000.0,
+        "{second}"
+    );
+    let calls = slub["calls_per_sec"].as_f64().unwrap();
+    assert!((calls * secs - 40.0).abs() <= 0.06 * secs + 0.1, "{second}");
+    assert_eq!(second["sites"][1]["bytes_per_sec"], 0.0, "{second}");
+    assert!(child.wait().unwrap().success());
+    // Text, sorted by calls, and a column of the types refused by name.
+    let text = run_ok(Command::new(bin()).args([
+        "top", "-b", "-n", "1", "--sites", "--sort", "calls", "--source", &src,
+    ]));
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("SITE"))
+        .expect(&text);
+    assert!(lines[head + 1].starts_with("mm/slub.c:2452"), "{text}");
+    assert!(
+        text.contains("ALLOCATION CALL SITES: profiling on; 2 of 2 sites"),
+        "{text}"
+    );
+    let out = Command::new(bin())
+        .args([
+            "top", "-b", "-n", "1", "--sites", "--sort", "size", "--source", &src,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no such column of the call sites"), "{err}");
 }

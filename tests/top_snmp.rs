@@ -2,8 +2,11 @@
 //! serves the daemon's fixture, with v2c and with an SNMPv3 user (authPriv, SHA and AES) added
 //! to that snmpd's configuration; and the one-line errors of a host that cannot be read.
 
+#[path = "support/allocinfo_text.rs"]
+mod allocinfo_text;
 mod common;
 
+use allocinfo_text::{header, row};
 use common::*;
 use memstat_agentx::memstat::{Allocator, MemoryType};
 use std::io::{BufRead, BufReader};
@@ -346,4 +349,69 @@ fn bad_credentials_are_refused_by_name() {
     assert_eq!(got, Some(1), "{err}");
     assert!(err.contains(&c) && err.contains("comunity"), "{err}");
     let _ = Path::new(&c);
+}
+
+#[test]
+fn call_sites_over_snmp_come_from_mem_alloc_site_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let fix = dir.path().join("fixture.json");
+    write_fixture(&fix, first_types());
+    let info = dir.path().join("allocinfo");
+    let write_info = |slub: i64, calls: u64| {
+        let text = header("2.0")
+            + &row(
+                slub,
+                calls,
+                "mm/slub.c:2452",
+                None,
+                "alloc_slab_page",
+                false,
+            )
+            + &row(
+                4096,
+                1,
+                "fs/ext4/super.c:100",
+                Some("ext4"),
+                "ext4_fill_super",
+                true,
+            );
+        let tmp = info.with_extension("tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &info).unwrap();
+    };
+    write_info(1_000_000, 100);
+    let snmpd = Snmpd::start(dir.path(), Transport::Unix);
+    let src = format!("fixture:{},allocinfo:{}", fix.display(), info.display());
+    let state = dir.path().join("state").display().to_string();
+    let _daemon = Daemon::start(
+        &snmpd,
+        &[
+            "--source",
+            &src,
+            "--state-dir",
+            &state,
+            "--max-age",
+            "0.5",
+            "--allocinfo-min-bytes",
+            "0",
+        ],
+    );
+    let host = format!("127.0.0.1:{}", snmpd.port);
+    let frames = two_frames(&["--snmp", &host, "--sites"], || write_info(1_400_000, 140));
+    assert_eq!(frames[0]["profiling"], "on", "{}", frames[0]);
+    let sites = frames[0]["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 2, "{}", frames[0]);
+    assert_eq!(sites[0]["site"], "mm/slub.c:2452");
+    assert_eq!(sites[0]["function"], "alloc_slab_page");
+    assert_eq!(sites[1]["module"], "ext4");
+    assert_eq!(sites[0]["bytes"], 1_000_000);
+    let secs = frames[1]["interval_seconds"].as_f64().expect("rates");
+    let slub = &frames[1]["sites"][0];
+    assert_eq!(slub["bytes"], 1_400_000, "{}", frames[1]);
+    let bytes = slub["bytes_per_sec"].as_f64().unwrap();
+    assert!(
+        (bytes * secs - 400_000.0).abs() <= 0.06 * secs * 1000.0,
+        "{}",
+        frames[1]
+    );
 }

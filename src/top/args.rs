@@ -57,9 +57,14 @@ pub struct TopArgs {
     /// Rows per frame: the first N by the sort (default: every row)
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
-    /// The column to sort by: its name or its header (default: in_use_bytes)
-    #[arg(long, value_name = "COLUMN", default_value = "in_use_bytes")]
-    pub sort: String,
+    /// The column to sort by: its name or its header (default: in_use_bytes; bytes with
+    /// --sites)
+    #[arg(long, value_name = "COLUMN")]
+    pub sort: Option<String>,
+    /// Rows of allocation call sites (Linux's /proc/allocinfo, or memAllocSiteTable over
+    /// SNMP) instead of memory types
+    #[arg(long)]
+    pub sites: bool,
     /// Reverse the sort
     #[arg(long)]
     pub reverse: bool,
@@ -112,6 +117,7 @@ impl TopArgs {
             json: matches!(self.format, TopFormat::Json),
             top: self.top,
             sort: self.sort.clone(),
+            sites: self.sites,
             reverse: self.reverse,
         })
     }

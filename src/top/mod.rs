@@ -19,11 +19,13 @@
 //! the sort keys all come from it.
 
 mod args;
+mod sites;
 mod snmp;
 mod terminal;
 mod view;
 
 pub use args::{TopArgs, TopFormat};
+pub use sites::{site_column, SiteColumn, SiteRow, SITE_COLUMNS};
 pub use view::KEYS;
 
 use crate::memstat::source::{SourceChoice, Sources};
@@ -78,8 +80,10 @@ pub struct Options {
     pub json: bool,
     /// Rows per frame.
     pub top: Option<usize>,
-    /// A column's name or header.
-    pub sort: String,
+    /// A column's name or header; the table's default when `None`.
+    pub sort: Option<String>,
+    /// Rows of call sites instead of types.
+    pub sites: bool,
     pub reverse: bool,
 }
 
@@ -136,6 +140,7 @@ impl std::error::Error for TopError {}
 /// with `top -b | head`).
 pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), TopError> {
     let sort = sort_column(options)?;
+    let site_sort = site_sort_column(options)?;
     let mut reader = Reader::open(options)?;
     let mut rates = Rates::default();
     for frame in 1u64.. {
@@ -143,22 +148,23 @@ pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), Top
             rates.next(snap);
             rates.forget(&moved);
         }
-        let rows = rates.rows(sort, options.reverse, options.top);
         let snap = rates.last.as_ref().expect("just taken in");
-        let text = if options.json {
+        let text = if options.sites {
+            let mut rows = rates.site_rows(site_sort, options.reverse, |_| true);
+            rows.truncate(options.top.unwrap_or(usize::MAX));
+            match options.json {
+                true => site_json_frame(snap, rates.seconds(), &rows) + "\n",
+                false => {
+                    let heading = batch_heading(options, frame, snap, rates.seconds());
+                    site_text_frame(&heading, snap, &rows) + "\n"
+                }
+            }
+        } else if options.json {
+            let rows = rates.rows(sort, options.reverse, options.top);
             json_frame(snap, rates.seconds(), &rows) + "\n"
         } else {
-            let of = options
-                .iterations
-                .map(|n| format!(" of {n}"))
-                .unwrap_or_default();
-            let over = rates
-                .seconds()
-                .map_or_else(|| "- (the first frame)".into(), |s| format!("{s:.1} s"));
-            let heading = format!(
-                "memstat-agentx top: frame {frame}{of}, source {}, rates over {over}",
-                snap.source
-            );
+            let rows = rates.rows(sort, options.reverse, options.top);
+            let heading = batch_heading(options, frame, snap, rates.seconds());
             text_frame(&heading, snap, &rows) + "\n"
         };
         match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -172,6 +178,19 @@ pub fn batch(options: &Options, out: &mut impl std::io::Write) -> Result<(), Top
         std::thread::sleep(options.delay);
     }
     Ok(())
+}
+
+/// A batch frame's first line.
+fn batch_heading(options: &Options, frame: u64, snap: &Snapshot, seconds: Option<f64>) -> String {
+    let of = options
+        .iterations
+        .map(|n| format!(" of {n}"))
+        .unwrap_or_default();
+    let over = seconds.map_or_else(|| "- (the first frame)".into(), |s| format!("{s:.1} s"));
+    format!(
+        "memstat-agentx top: frame {frame}{of}, source {}, rates over {over}",
+        snap.source
+    )
 }
 
 /// Where `top` reads from: the sources, or a host's agent (`--snmp`).
@@ -336,11 +355,18 @@ pub fn interactive(options: &Options) -> Result<Ended, TopError> {
         rates.next(snap);
         rates.forget(&moved);
     }
+    // By name: a `const` table's address is not one address.
     let sort = COLUMNS
         .iter()
-        .position(|c| std::ptr::eq(c, sort))
+        .position(|c| c.name == sort.name)
+        .unwrap_or(0);
+    let site_sort = site_sort_column(options)?;
+    let site_sort = SITE_COLUMNS
+        .iter()
+        .position(|c| c.name == site_sort.name)
         .unwrap_or(0);
     let mut view = view::View::new(sort, options.reverse, options.delay);
+    view.show_sites(options.sites, site_sort);
     let mut screen = terminal::Screen::enter().map_err(TopError::Output)?;
     let source = reader.name();
     let mut next_read = Instant::now() + view.delay;
@@ -399,15 +425,30 @@ pub fn interactive(options: &Options) -> Result<Ended, TopError> {
     }
 }
 
-/// `--sort`'s column.
+/// `--sort`'s column of the types (in_use_bytes by default); any, with `--sites`.
 fn sort_column(options: &Options) -> Result<&'static Column, TopError> {
-    column(&options.sort).ok_or_else(|| {
-        TopError::Usage(format!(
-            "--sort {:?}: no such column; the columns are {}",
-            options.sort,
-            column_names()
-        ))
-    })
+    match (&options.sort, options.sites) {
+        (Some(name), false) => column(name).ok_or_else(|| {
+            TopError::Usage(format!(
+                "--sort {name:?}: no such column; the columns are {}",
+                column_names()
+            ))
+        }),
+        _ => Ok(column("in_use_bytes").expect("a column of COLUMNS")),
+    }
+}
+
+/// `--sort`'s column of the call sites with `--sites` (bytes by default).
+fn site_sort_column(options: &Options) -> Result<&'static SiteColumn, TopError> {
+    match (&options.sort, options.sites) {
+        (Some(name), true) => site_column(name).ok_or_else(|| {
+            TopError::Usage(format!(
+                "--sort {name:?}: no such column of the call sites; they are {}",
+                sites::site_column_names()
+            ))
+        }),
+        _ => Ok(site_column("bytes").expect("a column of SITE_COLUMNS")),
+    }
 }
 
 /// One row of a frame: a memory type with its rates.
@@ -579,6 +620,7 @@ pub fn column_names() -> String {
 pub struct Rates {
     last: Option<Snapshot>,
     rates: HashMap<TypeKey, Rate>,
+    site_rates: HashMap<crate::memstat::allocinfo::SiteKey, sites::SiteRate>,
 }
 
 impl Rates {
@@ -596,6 +638,10 @@ impl Rates {
                     .into_iter()
                     .map(|r| (r.key.clone(), r))
                     .collect(),
+                None => HashMap::new(),
+            };
+            self.site_rates = match &self.last {
+                Some(last) => sites::site_rates(&snap, last),
                 None => HashMap::new(),
             };
         }
@@ -620,32 +666,32 @@ impl Rates {
         let Some(snap) = &self.last else {
             return Vec::new();
         };
-        let mut rows: Vec<(TopRow, (bool, f64, String))> = snap
+        let rows = snap
             .types
             .iter()
             .map(|ty| TopRow {
                 ty,
                 rate: self.rates.get(&ty.key()),
             })
-            .filter(|row| keep(row))
-            .map(|row| {
-                let key = (sort.cell)(&row).sort_key();
-                (row, key)
-            })
-            .collect();
-        let descending = sort.descending != reverse;
-        rows.sort_by(|(_, a), (_, b)| {
-            // Absent figures last, whatever the direction; then by value; then by text.
-            a.0.cmp(&b.0).then_with(|| {
-                let by_value = a.1.total_cmp(&b.1).then_with(|| a.2.cmp(&b.2));
-                if descending {
-                    by_value.reverse()
-                } else {
-                    by_value
-                }
-            })
-        });
-        rows.into_iter().map(|(r, _)| r).collect()
+            .filter(|row| keep(row));
+        sorted(
+            rows,
+            |r| (sort.cell)(r).sort_key(),
+            sort.descending != reverse,
+        )
+    }
+
+    /// The call sites of the last snapshot that `keep` keeps, sorted by `sort`.
+    pub fn site_rows(
+        &self,
+        sort: &SiteColumn,
+        reverse: bool,
+        keep: impl Fn(&SiteRow) -> bool,
+    ) -> Vec<SiteRow<'_>> {
+        match &self.last {
+            Some(snap) => sites::site_rows(snap, &self.site_rates, sort, reverse, keep),
+            None => Vec::new(),
+        }
     }
 
     /// Drops the rates of `keys`: their counters restarted in the last interval.
@@ -669,7 +715,11 @@ impl Rates {
 
     /// The interval the rates were taken over, in seconds, once there are two snapshots.
     pub fn seconds(&self) -> Option<f64> {
-        self.rates.values().next().map(|r| r.seconds)
+        self.rates
+            .values()
+            .next()
+            .map(|r| r.seconds)
+            .or_else(|| self.site_rates.values().next().map(|r| r.seconds))
     }
 }
 
@@ -727,23 +777,53 @@ pub(crate) fn totals_text(snap: &Snapshot) -> String {
 pub(crate) fn text_cells<'a>(cells: impl Iterator<Item = &'a str>) -> String {
     let mut line = String::new();
     for ((i, c), text) in COLUMNS.iter().enumerate().zip(cells) {
-        push_cell(&mut line, i, c, text);
+        push_cell(&mut line, i, c.width, is_numeric(c), text);
     }
     line.truncate(line.trim_end().len());
     line
 }
 
-/// Appends one cell: text columns left-aligned, numbers right-aligned, a space between.
-pub(crate) fn push_cell(line: &mut String, i: usize, c: &Column, text: &str) {
+/// Appends one cell: text left-aligned, numbers right-aligned, a space between.
+pub(crate) fn push_cell(line: &mut String, i: usize, width: usize, numeric: bool, text: &str) {
     if i > 0 {
         line.push(' ');
     }
-    let numeric = !matches!(c.name, "name" | "allocator");
     if numeric {
-        let _ = write!(line, "{text:>w$}", w = c.width);
+        let _ = write!(line, "{text:>width$}");
     } else {
-        let _ = write!(line, "{text:<w$}", w = c.width);
+        let _ = write!(line, "{text:<width$}");
     }
+}
+
+/// Whether a type column holds numbers (right-aligned).
+pub(crate) fn is_numeric(c: &Column) -> bool {
+    !matches!(c.name, "name" | "allocator")
+}
+
+/// `rows` sorted by `key`: absent figures last, whatever the direction; then by value; then
+/// by text.
+pub(crate) fn sorted<R>(
+    rows: impl Iterator<Item = R>,
+    key: impl Fn(&R) -> (bool, f64, String),
+    descending: bool,
+) -> Vec<R> {
+    let mut keyed: Vec<(R, (bool, f64, String))> = rows
+        .map(|r| {
+            let k = key(&r);
+            (r, k)
+        })
+        .collect();
+    keyed.sort_by(|(_, a), (_, b)| {
+        a.0.cmp(&b.0).then_with(|| {
+            let by_value = a.1.total_cmp(&b.1).then_with(|| a.2.cmp(&b.2));
+            if descending {
+                by_value.reverse()
+            } else {
+                by_value
+            }
+        })
+    });
+    keyed.into_iter().map(|(r, _)| r).collect()
 }
 
 /// A frame as one JSON object: when, the interval the rates cover (null at the first), the
@@ -787,3 +867,57 @@ pub fn json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[TopRow]) -> Str
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+/// A frame of call sites as text: the heading, the overview and totals, the state of
+/// profiling, then the sites.
+pub fn site_text_frame(heading: &str, snap: &Snapshot, rows: &[SiteRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{heading}");
+    out.push_str(&crate::report::overview(snap));
+    out.push_str(&totals_text(snap));
+    let _ = writeln!(out, "{}", profiling_line(snap, rows.len()));
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", sites::header_line());
+    for r in rows {
+        let _ = writeln!(out, "{}", sites::row_line(r));
+    }
+    out
+}
+
+/// What is known of allocation profiling, in a line.
+pub(crate) fn profiling_line(snap: &Snapshot, shown: usize) -> String {
+    match &snap.profiling {
+        Some(p) => format!(
+            "ALLOCATION CALL SITES: profiling {}; {shown} of {} sites",
+            p.state.describe(),
+            p.sites.len()
+        ),
+        None => "ALLOCATION CALL SITES: none read (allocation profiling is Linux's \
+                 /proc/allocinfo, 6.10 and later)"
+            .to_string(),
+    }
+}
+
+/// A frame of call sites as one JSON object.
+pub fn site_json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[SiteRow]) -> String {
+    let sites: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            for c in SITE_COLUMNS {
+                m.insert(c.name.into(), (c.cell)(r).json());
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let frame = json!({
+        "taken_at_ms": snap.taken_at_ms,
+        "generation": snap.generation,
+        "source": snap.source,
+        "interval_seconds": seconds,
+        "profiling": snap.profiling.as_ref().map(|p| p.state),
+        "sites_read": snap.profiling.as_ref().map(|p| p.sites.len()),
+        "sites": sites,
+    });
+    serde_json::to_string(&frame).expect("a frame always serialises")
+}

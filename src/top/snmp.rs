@@ -13,6 +13,7 @@
 //! the columns `top` shows are walked, several in one GetBulk, as snmptable does.
 
 use super::{Read, TopError};
+use crate::memstat::allocinfo::{Profiling, ProfilingState, Site};
 use crate::memstat::source::SOURCES;
 use crate::memstat::{Allocator, Figures, MemoryType, Snapshot, TypeKey};
 use snmp2::{v3, Oid, SyncSession, Value};
@@ -32,6 +33,11 @@ const TYPE_ENTRY: [u64; 2] = [2, 1];
 const KERNEL_ENTRY: [u64; 2] = [6, 1];
 /// memKernelBytes.
 const KERNEL_BYTES: u64 = 3;
+/// memAllocinfoState.0 (memstatAllocinfo.1.0) and memAllocSiteEntry (memstatAllocinfo.4.1).
+const ALLOCINFO_STATE: [u64; 3] = [8, 1, 0];
+const SITE_ENTRY: [u64; 3] = [8, 4, 1];
+/// memAllocSiteFile, Line, Function, Module, Bytes, Calls, Accurate.
+const SITE_COLUMNS: [u64; 7] = [2, 3, 4, 5, 6, 7, 8];
 
 /// The most cells one frame may hold: a million types of ten columns. A host that serves
 /// more is refused rather than let fill this program's memory.
@@ -264,6 +270,10 @@ impl SnmpReader {
             }
             let types = self.walk(&TYPE_ENTRY, &type_columns())?;
             let kernel = self.walk(&KERNEL_ENTRY, &[KERNEL_BYTES])?;
+            let profiling = match self.profiling_state()? {
+                Some(state) => Some((state, self.walk(&SITE_ENTRY, &SITE_COLUMNS)?)),
+                None => None,
+            };
             let (after, _) = self.generation_and_age()?;
             if after != generation {
                 continue;
@@ -271,7 +281,8 @@ impl SnmpReader {
             let taken = answered
                 .checked_sub(Duration::from_millis(age))
                 .unwrap_or(answered);
-            let (snap, moved) = self.snapshot(generation, taken, types, kernel);
+            let (mut snap, moved) = self.snapshot(generation, taken, types, kernel);
+            snap.profiling = profiling.map(|(state, rows)| sites_of(state, rows));
             self.last = Some(generation);
             return Ok(Read::New(snap, moved));
         }
@@ -280,6 +291,26 @@ impl SnmpReader {
              max-age is shorter than a walk, or something refreshes it that often",
             self.target.host
         )))
+    }
+
+    /// memAllocinfoState.0; `None` from an agent without it (before allocinfo was served).
+    fn profiling_state(&mut self) -> Result<Option<ProfilingState>, TopError> {
+        let state = oid(&[&OBJECTS, &ALLOCINFO_STATE]);
+        let target = &self.target;
+        let session = &mut self.session;
+        let pdu = retry_auth(|| session.get(&state).map(Answer::of))
+            .map_err(|e| snmp_error(target, "reading memAllocinfoState.0", e))?;
+        Ok(match pdu.varbinds.first() {
+            Some((_, Owned::Cell(Cell::Number(n)))) => [
+                ProfilingState::NotCompiled,
+                ProfilingState::Unavailable,
+                ProfilingState::Off,
+                ProfilingState::On,
+            ]
+            .into_iter()
+            .find(|s| s.number() as u64 == *n),
+            _ => None,
+        })
     }
 
     /// The first cell of memTypeTable: the start of a walk, for the agent.
@@ -484,6 +515,48 @@ impl SnmpReader {
         let mut snap = Snapshot::new(generation, taken, self.name(), out);
         snap.figures = figures;
         (snap, moved)
+    }
+}
+
+/// The call sites of memAllocSiteTable's cells.
+fn sites_of(state: ProfilingState, rows: BTreeMap<u32, Vec<(u64, Cell)>>) -> Profiling {
+    let sites: Vec<Site> = rows
+        .into_values()
+        .filter_map(|cells| {
+            let mut site = Site {
+                file: String::new(),
+                line: 0,
+                module: String::new(),
+                function: String::new(),
+                bytes: 0,
+                calls: 0,
+                accurate: true,
+                rows: 1,
+            };
+            let mut named = false;
+            for (column, cell) in cells {
+                match (column, cell) {
+                    (2, Cell::Text(t)) => {
+                        site.file = t;
+                        named = true;
+                    }
+                    (3, Cell::Number(n)) => site.line = u32::try_from(n).unwrap_or(u32::MAX),
+                    (4, Cell::Text(t)) => site.function = t,
+                    (5, Cell::Text(t)) => site.module = t,
+                    (6, Cell::Number(n)) => site.bytes = n,
+                    (7, Cell::Number(n)) => site.calls = n,
+                    // TruthValue: true(1), false(2).
+                    (8, Cell::Number(n)) => site.accurate = n == 1,
+                    _ => {}
+                }
+            }
+            named.then_some(site)
+        })
+        .collect();
+    Profiling {
+        state,
+        rows: sites.len() as u64,
+        sites,
     }
 }
 

@@ -289,3 +289,96 @@ mod view_keys {
         assert!(!s.contains("cache07"), "only the rows that fit: {s}");
     }
 }
+
+mod call_sites {
+    use super::*;
+    use crate::memstat::allocinfo::{Profiling, ProfilingState, Site};
+
+    fn site(file: &str, bytes: u64, calls: u64) -> Site {
+        Site {
+            file: file.into(),
+            line: 7,
+            module: String::new(),
+            function: "f".into(),
+            bytes,
+            calls,
+            accurate: true,
+            rows: 1,
+        }
+    }
+
+    fn with_sites(generation: u64, ms: u64, sites: Vec<Site>) -> Snapshot {
+        let mut s = snap(generation, ms, vec![]);
+        s.profiling = Some(Profiling {
+            state: ProfilingState::On,
+            rows: sites.len() as u64,
+            sites,
+        });
+        s
+    }
+
+    #[test]
+    fn a_sites_levels_give_signed_rates_and_a_new_site_none() {
+        let mut rates = Rates::default();
+        rates.next(with_sites(
+            1,
+            1000,
+            vec![site("a.c", 1000, 10), site("b.c", 500, 5)],
+        ));
+        rates.next(with_sites(
+            2,
+            3000,
+            vec![
+                site("a.c", 3000, 14),
+                site("b.c", 100, 1),
+                site("c.c", 1, 1),
+            ],
+        ));
+        assert_eq!(rates.seconds(), Some(2.0));
+        let by = site_column("bytes").unwrap();
+        let rows = rates.site_rows(by, false, |_| true);
+        let got: Vec<(String, Cell, Cell)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.site.file.clone(),
+                    (site_column("bytes_per_sec").unwrap().cell)(r),
+                    (site_column("calls_per_sec").unwrap().cell)(r),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "a.c".into(),
+                    Cell::Rate(Some(1000.0)),
+                    Cell::Rate(Some(2.0))
+                ),
+                (
+                    "b.c".into(),
+                    Cell::Rate(Some(-200.0)),
+                    Cell::Rate(Some(-2.0))
+                ),
+                ("c.c".into(), Cell::Rate(None), Cell::Rate(None)),
+            ]
+        );
+        // Reversed: the least first.
+        let rows = rates.site_rows(by, true, |_| true);
+        assert_eq!(rows[0].site.file, "c.c");
+    }
+
+    #[test]
+    fn no_profiling_read_is_no_site_rows_and_says_so() {
+        let mut rates = Rates::default();
+        rates.next(snap(1, 1000, vec![uma("a", 1, 1)]));
+        let by = site_column("bytes").unwrap();
+        assert!(rates.site_rows(by, false, |_| true).is_empty());
+        let s = rates.last.as_ref().unwrap();
+        assert!(
+            profiling_line(s, 0).contains("none read"),
+            "{}",
+            profiling_line(s, 0)
+        );
+    }
+}

@@ -6,7 +6,7 @@
 //! widely known: `s` sets the interval, as in top, so slabtop's `s` (sort by object size) is
 //! `S` here. [`KEYS`] is the one list of them, for the help screen and the man page.
 
-use super::{text_cells, Rates, TopRow, COLUMNS};
+use super::{text_cells, Rates, SiteRow, TopRow, COLUMNS, SITE_COLUMNS};
 use crate::memstat::{Allocator, Snapshot};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
@@ -29,6 +29,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "filter by name: rows whose name contains the text, in any case (top's o, htop's /)",
     ),
     ("A", "filter by allocator: the next one present, then all"),
+    (
+        "i",
+        "call sites instead of types, and back (where allocation profiling is read)",
+    ),
     ("=", "clear both filters (as in top)"),
     ("d s", "set the interval in seconds (as in top)"),
     (
@@ -65,6 +69,10 @@ enum Prompt {
 pub(super) struct View {
     /// Index into [`COLUMNS`].
     sort: usize,
+    /// Rows of call sites instead of types (`i`).
+    sites: bool,
+    /// Index into [`SITE_COLUMNS`].
+    site_sort: usize,
     reverse: bool,
     /// Lowercase; empty for every row.
     name_filter: String,
@@ -86,6 +94,8 @@ impl View {
     pub(super) fn new(sort: usize, reverse: bool, delay: Duration) -> View {
         View {
             sort,
+            sites: false,
+            site_sort: 0,
             reverse,
             name_filter: String::new(),
             allocator: None,
@@ -96,6 +106,12 @@ impl View {
             message: None,
             stale: None,
         }
+    }
+
+    /// Rows of call sites (`sites`), sorted by [`SITE_COLUMNS`]`[site_sort]`.
+    pub(super) fn show_sites(&mut self, sites: bool, site_sort: usize) {
+        self.sites = sites;
+        self.site_sort = site_sort;
     }
 
     /// What `key` does; `present` are the allocators of the last snapshot, for `A`.
@@ -115,11 +131,26 @@ impl View {
             return Action::None;
         };
         let by_name = |name: &str| COLUMNS.iter().position(|c| c.name == name);
+        let site_by_name = |name: &str| SITE_COLUMNS.iter().position(|c| c.name == name);
+        let (sort, columns) = match self.sites {
+            true => (&mut self.site_sort, SITE_COLUMNS.len()),
+            false => (&mut self.sort, COLUMNS.len()),
+        };
         match c {
             'q' | 'Q' => return Action::Quit,
-            '<' => self.sort = self.sort.saturating_sub(1),
-            '>' => self.sort = (self.sort + 1).min(COLUMNS.len() - 1),
+            '<' => *sort = sort.saturating_sub(1),
+            '>' => *sort = (*sort + 1).min(columns - 1),
             'R' | 'r' => self.reverse = !self.reverse,
+            'n' | 'c' | 'a' | 'S' if self.sites => {
+                // A site has no size: S sorts by bytes, as c does.
+                let name = match c {
+                    'n' => "site",
+                    'a' => "calls",
+                    _ => "bytes",
+                };
+                self.site_sort = site_by_name(name).expect("a column of SITE_COLUMNS");
+                self.reverse = false;
+            }
             'n' | 'c' | 'a' | 'S' => {
                 let name = match c {
                     'n' => "name",
@@ -130,6 +161,7 @@ impl View {
                 self.sort = by_name(name).expect("a column of COLUMNS");
                 self.reverse = false;
             }
+            'i' => self.sites = !self.sites,
             'o' | '/' => self.prompt = Some(Prompt::Filter(self.name_filter.clone())),
             'A' => {
                 self.allocator = match self.allocator {
@@ -192,6 +224,11 @@ impl View {
         Action::Redraw
     }
 
+    /// Whether a call site passes the name filter (on its file, line, function and module).
+    pub(super) fn shows_site(&self, row: &SiteRow) -> bool {
+        self.name_filter.is_empty() || row.text().to_lowercase().contains(&self.name_filter)
+    }
+
     /// Whether a row passes the filters.
     pub(super) fn shows(&self, row: &TopRow) -> bool {
         self.allocator.is_none_or(|a| row.ty.allocator == a)
@@ -223,11 +260,26 @@ impl View {
         .areas(area);
         frame.render_widget(Paragraph::new(header), top);
         // The sort column's header is underlined, as top highlights it with `x`.
-        let mut spans = Vec::with_capacity(COLUMNS.len() * 2);
-        for (i, c) in COLUMNS.iter().enumerate() {
+        let heads: Vec<(usize, bool, &str)> = match self.sites {
+            true => SITE_COLUMNS
+                .iter()
+                .map(|c| (c.width, !c.text, c.header))
+                .collect(),
+            false => COLUMNS
+                .iter()
+                .map(|c| (c.width, super::is_numeric(c), c.header))
+                .collect(),
+        };
+        let sorted_by = if self.sites {
+            self.site_sort
+        } else {
+            self.sort
+        };
+        let mut spans = Vec::with_capacity(heads.len());
+        for (i, (width, numeric, header)) in heads.into_iter().enumerate() {
             let mut cell = String::new();
-            super::push_cell(&mut cell, i, c, c.header);
-            let style = match i == self.sort {
+            super::push_cell(&mut cell, i, width, numeric, header);
+            let style = match i == sorted_by {
                 true => Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
                 false => Style::new(),
             };
@@ -237,19 +289,35 @@ impl View {
             Paragraph::new(Line::from(spans)).style(Style::new().add_modifier(Modifier::REVERSED)),
             table_head,
         );
-        let sort = &COLUMNS[self.sort];
-        let rows = rates.rows_where(sort, self.reverse, |r| self.shows(r));
         let shown = body.height as usize;
-        let lines: Vec<Line> = rows
-            .iter()
-            .take(shown)
-            .map(|r| {
-                let cells: Vec<String> = COLUMNS.iter().map(|c| (c.cell)(r).text()).collect();
-                Line::raw(text_cells(cells.iter().map(String::as_str)))
-            })
-            .collect();
+        let (lines, matching): (Vec<Line>, usize) = match self.sites {
+            true => {
+                let sort = &SITE_COLUMNS[self.site_sort];
+                let rows = rates.site_rows(sort, self.reverse, |r| self.shows_site(r));
+                let lines = rows
+                    .iter()
+                    .take(shown)
+                    .map(|r| Line::raw(super::sites::row_line(r)))
+                    .collect();
+                (lines, rows.len())
+            }
+            false => {
+                let sort = &COLUMNS[self.sort];
+                let rows = rates.rows_where(sort, self.reverse, |r| self.shows(r));
+                let lines = rows
+                    .iter()
+                    .take(shown)
+                    .map(|r| {
+                        let cells: Vec<String> =
+                            COLUMNS.iter().map(|c| (c.cell)(r).text()).collect();
+                        Line::raw(text_cells(cells.iter().map(String::as_str)))
+                    })
+                    .collect();
+                (lines, rows.len())
+            }
+        };
         frame.render_widget(Paragraph::new(lines), body);
-        frame.render_widget(Paragraph::new(self.status_line(rows.len(), shown)), status);
+        frame.render_widget(Paragraph::new(self.status_line(matching, shown)), status);
     }
 
     fn header_lines(&self, snap: &Snapshot, rates: &Rates, source: &str) -> Vec<Line<'static>> {
@@ -270,6 +338,10 @@ impl View {
                 .lines()
                 .map(|l| Line::raw(l.to_string())),
         );
+        if self.sites {
+            let sites = snap.profiling.as_ref().map_or(0, |p| p.sites.len());
+            lines.push(Line::raw(super::profiling_line(snap, sites)));
+        }
         lines
     }
 
@@ -290,16 +362,19 @@ impl View {
                 "stale: the last read failed ({e}); showing the last snapshot"
             ));
         }
+        let (what, by) = match self.sites {
+            true => ("call sites", SITE_COLUMNS[self.site_sort].name),
+            false => ("rows", COLUMNS[self.sort].name),
+        };
         let mut s = format!(
-            "{} of {matching} rows, sorted by {}{}",
+            "{} of {matching} {what}, sorted by {by}{}",
             shown.min(matching),
-            COLUMNS[self.sort].name,
             if self.reverse { ", reversed" } else { "" }
         );
         if !self.name_filter.is_empty() {
             s += &format!(", name contains {:?}", self.name_filter);
         }
-        if let Some(a) = self.allocator {
+        if let (Some(a), false) = (self.allocator, self.sites) {
             s += &format!(", allocator {a}");
         }
         s += "  (h for help)";
