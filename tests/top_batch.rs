@@ -347,3 +347,35 @@ fn call_sites_are_rows_with_the_rates_of_their_bytes_and_calls() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no such column of the call sites"), "{err}");
 }
+
+#[test]
+#[ignore = "needs root: runs top as nobody, for whom /proc/slabinfo is closed (scripts/test runs it as root)"]
+fn needs_root_as_another_user_the_live_slab_caches_are_refused_with_what_to_do() {
+    assert!(
+        std::fs::read_to_string("/proc/slabinfo").is_ok(),
+        "/proc/slabinfo is readable here"
+    );
+    need("setpriv", "util-linux");
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid",
+            "nobody",
+            "--regid",
+            "nogroup",
+            "--clear-groups",
+            "--",
+        ])
+        .arg(bin())
+        .args(["top", "-b", "-n", "1", "--source", "linux"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "no frame");
+    assert!(err.contains("/proc/slabinfo"), "{err}");
+    assert!(
+        err.contains("sudo") && err.contains("--snmp localhost"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

@@ -86,6 +86,23 @@ impl Top {
         width: u16,
         height: u16,
     ) -> Top {
+        let top = Top::launch_with(dir, fixture, "", args, width, height);
+        // The status line is the frame's last line, written last.
+        top.wait_screen("the first frame", |s| {
+            s.contains("memstat-agentx top: snapshot") && s.contains("(h for help)")
+        });
+        top
+    }
+
+    /// Starts `ENV top ARGS` (ENV: `NAME=value` words for the shell), without waiting.
+    fn launch_with(
+        dir: tempfile::TempDir,
+        fixture: PathBuf,
+        env: &str,
+        args: &str,
+        width: u16,
+        height: u16,
+    ) -> Top {
         need("tmux", "tmux");
         let socket = dir.path().join("tmux.sock");
         let raw = dir.path().join("raw.out");
@@ -100,7 +117,7 @@ impl Top {
             dir,
         };
         let cmd = format!(
-            "read go; {} top {args}; echo $? > {}.tmp; mv {}.tmp {}",
+            "read go; {env} {} top {args}; echo $? > {}.tmp; mv {}.tmp {}",
             bin(),
             top.dir.path().join("status").display(),
             top.dir.path().join("status").display(),
@@ -127,10 +144,6 @@ impl Top {
             &format!("cat >> {}", top.raw.display()),
         ]);
         top.tmux(&["send-keys", "-t", "t", "Enter"]);
-        // The status line is the frame's last line, written last.
-        top.wait_screen("the first frame", |s| {
-            s.contains("memstat-agentx top: snapshot") && s.contains("(h for help)")
-        });
         top
     }
 
@@ -496,10 +509,14 @@ fn a_resize_is_followed_and_no_refresh_clears_the_whole_screen() {
         (g1, len1) = shown(g1 + 1);
     }
     let per_refresh = (len1 - len0) / (g1 - g0) as usize;
-    // A full redraw writes at least every non-blank cell, and a cursor move besides.
+    // The first frame wrote every cell that is not blank: its bytes are those before its
+    // status line's last word, written last.
+    let raw = top.raw_output();
+    let first_frame = find_all(&raw, b"help)")[0];
     assert!(
-        per_refresh * 2 < on_screen,
-        "{per_refresh} bytes per refresh for {on_screen} cells on the screen"
+        per_refresh * 3 < first_frame,
+        "{per_refresh} bytes per new snapshot, against {first_frame} for the first frame \
+         ({on_screen} cells on the screen)"
     );
     top.tmux(&["resize-window", "-t", "t", "-x", "90", "-y", "12"]);
     let s = top.wait_screen("the smaller size", |s| {
@@ -528,6 +545,29 @@ fn sigterm_restores_the_terminal_and_exits_143() {
         "the alternate screen was left"
     );
     top.assert_cursor_shown();
+}
+
+#[test]
+fn a_panic_restores_the_terminal_and_its_message_is_seen() {
+    // The debug build panics after its first frame when asked to (src/top/mod.rs).
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("fixture.json");
+    write_fixture(&fixture, first_types());
+    let args = format!("--source fixture:{} -d 60", fixture.display());
+    let top = Top::launch_with(dir, fixture, "MEMSTAT_TOP_TEST_PANIC=1", &args, 140, 30);
+    // It panicked once the frame was drawn; the pane's shell writes the status.
+    assert_eq!(top.wait_exit(), 101, "Rust's exit status for a panic");
+    assert_eq!(
+        top.format("#{alternate_on}"),
+        "0",
+        "the alternate screen was left"
+    );
+    top.assert_cursor_shown();
+    let s = top.screen();
+    assert!(
+        s.contains("MEMSTAT_TOP_TEST_PANIC is set"),
+        "the message, on the normal screen: {s}"
+    );
 }
 
 #[test]
@@ -698,4 +738,26 @@ fn i_turns_the_table_to_the_call_sites_and_back() {
     });
     top.keys(&["q"]);
     assert_eq!(top.wait_exit(), 0);
+}
+
+#[test]
+fn the_man_page_documents_every_option() {
+    use clap::Args;
+    let cmd = memstat_agentx::top::TopArgs::augment_args(clap::Command::new("memstat-top"));
+    let man =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/memstat-top.1")).unwrap();
+    let mut missing = Vec::new();
+    for arg in cmd.get_arguments() {
+        if let Some(long) = arg.get_long() {
+            if !man.contains(&format!("Fl -{long}")) {
+                missing.push(format!("--{long}"));
+            }
+        }
+        if let Some(short) = arg.get_short() {
+            if !man.contains(&format!("Fl {short}")) {
+                missing.push(format!("-{short}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "man/memstat-top.1 lacks {missing:?}");
 }

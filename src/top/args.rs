@@ -39,9 +39,12 @@ pub struct TopArgs {
     /// priv-protocol, priv-password), readable by its owner only; the options above override it
     #[arg(long, value_name = "FILE", requires = "snmp")]
     pub credentials: Option<PathBuf>,
-    /// Seconds one SNMP request waits for its answer (0.1 to 60)
-    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = parse_timeout, requires = "snmp")]
+    /// Seconds one SNMP request waits for its answer (0.1 to 60), as net-snmp's -t
+    #[arg(long, value_name = "SECONDS", default_value = "1", value_parser = parse_timeout, requires = "snmp")]
     pub timeout: f64,
+    /// Times a request without an answer is sent again (0 to 10), as net-snmp's -r
+    #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(0..=10), requires = "snmp")]
+    pub retries: u32,
     /// Batch mode: plain text (or JSON) on standard output, one frame per interval, as
     /// `top -b` prints
     #[arg(short = 'b', long)]
@@ -106,6 +109,7 @@ impl TopArgs {
                     host: host.clone(),
                     credentials,
                     timeout: Duration::from_secs_f64(self.timeout),
+                    retries: self.retries,
                 })
             }
         };

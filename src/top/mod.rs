@@ -396,6 +396,12 @@ pub fn interactive(options: &Options) -> Result<Ended, TopError> {
                 .draw(|f| view.draw(f, &rates, &source))
                 .map_err(TopError::Output)?;
             dirty = false;
+            // The tests' way to a panic with the view on the screen, in debug builds only:
+            // nothing in the view panics by design, and the restore on a panic is promised.
+            #[cfg(debug_assertions)]
+            if std::env::var_os("MEMSTAT_TOP_TEST_PANIC").is_some() {
+                panic!("MEMSTAT_TOP_TEST_PANIC is set");
+            }
         }
         let wait = match view.paused {
             true => KEY_WAIT,

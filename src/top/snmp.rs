@@ -99,6 +99,8 @@ pub struct Target {
     pub credentials: Credentials,
     /// How long one request waits for its answer.
     pub timeout: Duration,
+    /// How many times a request that got no answer is sent again.
+    pub retries: u32,
 }
 
 /// SNMP v2c or v3 credentials.
@@ -129,6 +131,7 @@ impl fmt::Debug for Target {
             .field("host", &self.host)
             .field("credentials", &self.credentials)
             .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
             .finish()
     }
 }
@@ -298,7 +301,7 @@ impl SnmpReader {
         let state = oid(&[&OBJECTS, &ALLOCINFO_STATE]);
         let target = &self.target;
         let session = &mut self.session;
-        let pdu = retry_auth(|| session.get(&state).map(Answer::of))
+        let pdu = retried(target.retries, || session.get(&state).map(Answer::of))
             .map_err(|e| snmp_error(target, "reading memAllocinfoState.0", e))?;
         Ok(match pdu.varbinds.first() {
             Some((_, Owned::Cell(Cell::Number(n)))) => [
@@ -318,8 +321,10 @@ impl SnmpReader {
         let first = oid(&[&OBJECTS, &TYPE_ENTRY, &[TYPE_NAME]]);
         let target = &self.target;
         let session = &mut self.session;
-        retry_auth(|| session.getbulk(&[&first], 0, 1).map(Answer::of))
-            .map_err(|e| snmp_error(target, "walking MEMSTAT-MIB", e))?;
+        retried(target.retries, || {
+            session.getbulk(&[&first], 0, 1).map(Answer::of)
+        })
+        .map_err(|e| snmp_error(target, "walking MEMSTAT-MIB", e))?;
         Ok(())
     }
 
@@ -329,8 +334,10 @@ impl SnmpReader {
         let age = oid(&[&OBJECTS, &[1, SNAPSHOT_AGE, 0]]);
         let target = &self.target;
         let session = &mut self.session;
-        let pdu = retry_auth(|| session.get_many(&[&generation, &age]).map(Answer::of))
-            .map_err(|e| snmp_error(target, "reading memSnapshotGeneration.0", e))?;
+        let pdu = retried(target.retries, || {
+            session.get_many(&[&generation, &age]).map(Answer::of)
+        })
+        .map_err(|e| snmp_error(target, "reading memSnapshotGeneration.0", e))?;
         if pdu.error_status != 0 {
             return Err(TopError::Snmp(format!(
                 "{}: the agent answered error-status {} to a Get of memSnapshotGeneration.0",
@@ -397,8 +404,10 @@ impl SnmpReader {
             let refs: Vec<&Oid> = oids.iter().collect();
             let repetitions = (BULK_VARBINDS / open.len() as u32).max(1);
             let session = &mut self.session;
-            let pdu = retry_auth(|| session.getbulk(&refs, 0, repetitions).map(Answer::of))
-                .map_err(|e| snmp_error(target, "walking MEMSTAT-MIB", e))?;
+            let pdu = retried(target.retries, || {
+                session.getbulk(&refs, 0, repetitions).map(Answer::of)
+            })
+            .map_err(|e| snmp_error(target, "walking MEMSTAT-MIB", e))?;
             if pdu.error_status != 0 {
                 return Err(TopError::Snmp(format!(
                     "{}: the agent answered error-status {} to a GetBulk of MEMSTAT-MIB",
@@ -591,10 +600,21 @@ fn with_port(host: &str) -> String {
 }
 
 /// A request again when the v3 session only learnt the engine's time (snmp2's AuthUpdated).
-fn retry_auth<T>(mut request: impl FnMut() -> Result<T, snmp2::Error>) -> Result<T, snmp2::Error> {
-    match request() {
-        Err(snmp2::Error::AuthUpdated) => request(),
-        r => r,
+/// A request, sent again after a timeout (`retries` times; the session keeps the request's
+/// id, so a late answer to an earlier attempt is still taken), and once more when a v3 session
+/// only learnt the engine's time (snmp2's `AuthUpdated`).
+fn retried<T>(
+    retries: u32,
+    mut request: impl FnMut() -> Result<T, snmp2::Error>,
+) -> Result<T, snmp2::Error> {
+    let mut timeouts = 0;
+    let mut updated = false;
+    loop {
+        match request() {
+            Err(snmp2::Error::Receive) if timeouts < retries => timeouts += 1,
+            Err(snmp2::Error::AuthUpdated) if !updated => updated = true,
+            r => return r,
+        }
     }
 }
 
@@ -603,8 +623,12 @@ fn snmp_error(target: &Target, doing: &str, e: snmp2::Error) -> TopError {
     let t = target.timeout.as_secs_f64();
     let why = match e {
         snmp2::Error::Receive => format!(
-            "no answer within {t} s: the host is unreachable, no agent listens there, or the \
-             {} is wrong",
+            "no answer within {t} s ({}): the host is unreachable, no agent listens there, or \
+             the {} is wrong",
+            match target.retries {
+                0 => "1 attempt".to_string(),
+                r => format!("{} attempts", r + 1),
+            },
             match target.credentials {
                 Credentials::Community(_) => "community",
                 Credentials::V3 { .. } => "user or its keys",
