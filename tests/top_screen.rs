@@ -761,3 +761,27 @@ fn the_man_page_documents_every_option() {
     }
     assert!(missing.is_empty(), "man/memstat-top.1 lacks {missing:?}");
 }
+
+#[test]
+fn a_terminal_that_hangs_up_ends_the_view() {
+    let top = Top::start(first_types(), "-d 60", 140, 30);
+    let pid = top.pid();
+    // The terminal goes away, as when a window closes or an ssh session drops: tmux's server
+    // ends, and its ptys with it.
+    top.tmux(&["kill-server"]);
+    let stat = format!("/proc/{pid}/stat");
+    let ended = || {
+        std::fs::read_to_string(&stat)
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(true)
+    };
+    wait_until("the view to end once its terminal hung up", ended, || {
+        std::fs::read_to_string(&stat).unwrap_or_default()
+    });
+}

@@ -409,7 +409,13 @@ pub fn interactive(options: &Options) -> Result<Ended, TopError> {
                 .saturating_duration_since(Instant::now())
                 .min(KEY_WAIT),
         };
-        if !event::poll(wait).map_err(TopError::Output)? {
+        let ready = event::poll(wait).map_err(TopError::Output)?;
+        // A terminal that hung up (its window closed, the ssh session dropped) is no longer
+        // a terminal: leave as for SIGHUP, which may not come, rather than poll a dead one.
+        if !std::io::stdout().is_terminal() {
+            return Ok(Ended::Signal(signal_hook::consts::SIGHUP));
+        }
+        if !ready {
             continue;
         }
         match event::read().map_err(TopError::Output)? {
