@@ -511,7 +511,7 @@ fn unknown_key(key: &str) -> String {
 }
 
 /// 1-based line of a byte offset.
-fn line_of(text: &[u8], offset: usize) -> usize {
+pub(crate) fn line_of(text: &[u8], offset: usize) -> usize {
     1 + text[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')

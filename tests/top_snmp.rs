@@ -351,6 +351,23 @@ fn bad_credentials_are_refused_by_name() {
         assert_eq!(got, Some(status), "{args:?}: {err}");
         assert!(err.contains(&message), "{args:?}: {err}");
     }
+    // A mistyped key, or an unterminated string, is named by file and line, and the error
+    // never shows the line itself: it may hold a password.
+    for (text, hidden) in [
+        (
+            "user = \"u\"\nauth_password = \"hunter2hunter2\"\n",
+            "hunter2hunter2",
+        ),
+        ("community = \"s3cret-community\n", "s3cret-community"),
+    ] {
+        std::fs::write(&creds, text).unwrap();
+        std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (got, err) = refused(&["--snmp", "localhost", "--credentials", &c]);
+        assert_eq!(got, Some(1), "{err}");
+        assert!(err.contains(&format!("{c}:")), "{err}");
+        assert!(!err.contains(hidden), "the secret is on stderr: {err}");
+        one_line(&err);
+    }
     // Mode 600, but not TOML of the known keys: the file and the key are named.
     std::fs::write(&creds, "comunity = \"public\"\n").unwrap();
     std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -423,4 +440,54 @@ fn call_sites_over_snmp_come_from_mem_alloc_site_table() {
         "{}",
         frames[1]
     );
+}
+
+/// A relay between `top` and snmpd that sends each answer twice, as a network that
+/// duplicates a datagram does, and as a late answer after its retry leaves one behind.
+fn duplicating_relay(agent_port: u16) -> u16 {
+    use std::net::UdpSocket;
+    let front = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = front.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let back = UdpSocket::bind("127.0.0.1:0").unwrap();
+        back.connect(("127.0.0.1", agent_port)).unwrap();
+        back.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let Ok((n, client)) = front.recv_from(&mut buf) else {
+                return;
+            };
+            if back.send(&buf[..n]).is_err() {
+                return;
+            }
+            let Ok(m) = back.recv(&mut buf) else { continue };
+            let _ = front.send_to(&buf[..m], client);
+            let _ = front.send_to(&buf[..m], client);
+        }
+    });
+    port
+}
+
+#[test]
+fn an_answer_left_behind_in_the_socket_does_not_throw_every_later_request_off() {
+    let served = Served::start(first_types());
+    let relay = format!("127.0.0.1:{}", duplicating_relay(served.snmpd.port));
+    // v2c only: with every datagram doubled, a v3 session's engine discovery leaves a twin
+    // of its Report behind at every new session too.
+    let out = Command::new(bin())
+        .args([
+            "top", "-b", "-n", "2", "-d", "0.5", "--format", "json", "--snmp", &relay,
+        ])
+        .args(["--community", "public"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let frames: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[1]["rows"][0]["name"], "mbuf", "{}", frames[1]);
 }

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The options of `memstat-top` (and `memstat-agentx top`).
-#[derive(clap::Args, Debug)]
+/// No `Debug`: it holds the passwords and the community as given.
+#[derive(clap::Args)]
 pub struct TopArgs {
     /// auto, or sources separated by commas (see Sources below)
     #[arg(long, default_value = "auto", conflicts_with = "snmp")]

@@ -42,6 +42,9 @@ const SITE_COLUMNS: [u64; 7] = [2, 3, 4, 5, 6, 7, 8];
 /// The most cells one frame may hold: a million types of ten columns. A host that serves
 /// more is refused rather than let fill this program's memory.
 const MAX_CELLS: usize = 10_000_000;
+/// The most text one frame may hold: names, files and functions of a million rows are far
+/// less.
+const MAX_TEXT_BYTES: usize = 256 << 20;
 /// Varbinds asked for in one GetBulk: the answer stays well under the 64 KiB of a datagram.
 const BULK_VARBINDS: u32 = 48;
 /// Walks of one frame tried before giving up on a snapshot that keeps changing.
@@ -211,45 +214,9 @@ pub(super) struct SnmpReader {
 
 impl SnmpReader {
     pub(super) fn open(target: &Target) -> Result<SnmpReader, TopError> {
-        let host = with_port(&target.host);
-        let fail = |e: std::io::Error| TopError::Snmp(format!("{}: {e}", target.host));
-        let mut session = match &target.credentials {
-            Credentials::Community(c) => {
-                SyncSession::new_v2c(host.as_str(), c, Some(target.timeout), 0).map_err(fail)?
-            }
-            Credentials::V3 {
-                user,
-                auth,
-                privacy,
-            } => {
-                let (protocol, password) =
-                    auth.clone().unwrap_or((v3::AuthProtocol::Sha1, Vec::new()));
-                let mut security = v3::Security::new(user.as_bytes(), &password)
-                    .with_auth_protocol(protocol)
-                    .with_auth(match (auth, privacy) {
-                        (None, _) => v3::Auth::NoAuthNoPriv,
-                        (Some(_), None) => v3::Auth::AuthNoPriv,
-                        (Some(_), Some((cipher, p))) => v3::Auth::AuthPriv {
-                            cipher: *cipher,
-                            privacy_password: p.clone(),
-                        },
-                    });
-                if privacy.is_some() {
-                    // net-snmp localises AES-192/256 keys as Blumenthal's draft does.
-                    security = security.with_key_extension_method(v3::KeyExtension::Blumenthal);
-                }
-                SyncSession::new_v3(host.as_str(), Some(target.timeout), 0, security)
-                    .map_err(fail)?
-            }
-        };
-        if matches!(target.credentials, Credentials::V3 { .. }) {
-            session
-                .init()
-                .map_err(|e| snmp_error(target, "SNMPv3 engine discovery", e))?;
-        }
         Ok(SnmpReader {
             target: target.clone(),
-            session,
+            session: open_session(target)?,
             last: None,
             discontinuities: BTreeMap::new(),
         })
@@ -296,13 +263,44 @@ impl SnmpReader {
         )))
     }
 
+    /// Sends a request (`send`) and takes its answer: again after a timeout (`retries` times;
+    /// snmp2 keeps the request's id, so a late answer to an earlier attempt still counts),
+    /// once more when a v3 session only learnt the engine's time (snmp2's `AuthUpdated`), and
+    /// on a new session when the answer read was another request's. That happens when an
+    /// answer came after its retry had been sent: its twin is left in the socket, and as
+    /// snmp2 reads one datagram per request, every later request would read the answer of
+    /// the one before. A new session has a new socket, and starts even.
+    fn request(
+        &mut self,
+        doing: &str,
+        send: impl Fn(&mut SyncSession) -> Result<Answer, snmp2::Error>,
+    ) -> Result<Answer, TopError> {
+        let (mut timeouts, mut updated, mut reopened) = (0, false, false);
+        loop {
+            match send(&mut self.session) {
+                Ok(answer) => return Ok(answer),
+                Err(snmp2::Error::Receive) if timeouts < self.target.retries => timeouts += 1,
+                Err(snmp2::Error::AuthUpdated) if !updated => updated = true,
+                // In v3 the other request's answer fails the message checks instead (a twin
+                // of the engine discovery's Report is not authenticated): a wrong password
+                // fails again on the new session, and is reported then.
+                Err(snmp2::Error::RequestIdMismatch | snmp2::Error::AuthFailure(_))
+                    if !reopened =>
+                {
+                    reopened = true;
+                    self.session = open_session(&self.target)?;
+                }
+                Err(e) => return Err(snmp_error(&self.target, doing, e)),
+            }
+        }
+    }
+
     /// memAllocinfoState.0; `None` from an agent without it (before allocinfo was served).
     fn profiling_state(&mut self) -> Result<Option<ProfilingState>, TopError> {
         let state = oid(&[&OBJECTS, &ALLOCINFO_STATE]);
-        let target = &self.target;
-        let session = &mut self.session;
-        let pdu = retried(target.retries, || session.get(&state).map(Answer::of))
-            .map_err(|e| snmp_error(target, "reading memAllocinfoState.0", e))?;
+        let pdu = self.request("reading memAllocinfoState.0", |s| {
+            s.get(&state).map(Answer::of)
+        })?;
         Ok(match pdu.varbinds.first() {
             Some((_, Owned::Cell(Cell::Number(n)))) => [
                 ProfilingState::NotCompiled,
@@ -319,12 +317,9 @@ impl SnmpReader {
     /// The first cell of memTypeTable: the start of a walk, for the agent.
     fn walk_start(&mut self) -> Result<(), TopError> {
         let first = oid(&[&OBJECTS, &TYPE_ENTRY, &[TYPE_NAME]]);
-        let target = &self.target;
-        let session = &mut self.session;
-        retried(target.retries, || {
-            session.getbulk(&[&first], 0, 1).map(Answer::of)
-        })
-        .map_err(|e| snmp_error(target, "walking MEMSTAT-MIB", e))?;
+        self.request("walking MEMSTAT-MIB", |s| {
+            s.getbulk(&[&first], 0, 1).map(Answer::of)
+        })?;
         Ok(())
     }
 
@@ -332,12 +327,10 @@ impl SnmpReader {
     fn generation_and_age(&mut self) -> Result<(u64, u64), TopError> {
         let generation = oid(&[&OBJECTS, &[1, SNAPSHOT_GENERATION, 0]]);
         let age = oid(&[&OBJECTS, &[1, SNAPSHOT_AGE, 0]]);
+        let pdu = self.request("reading memSnapshotGeneration.0", |s| {
+            s.get_many(&[&generation, &age]).map(Answer::of)
+        })?;
         let target = &self.target;
-        let session = &mut self.session;
-        let pdu = retried(target.retries, || {
-            session.get_many(&[&generation, &age]).map(Answer::of)
-        })
-        .map_err(|e| snmp_error(target, "reading memSnapshotGeneration.0", e))?;
         if pdu.error_status != 0 {
             return Err(TopError::Snmp(format!(
                 "{}: the agent answered error-status {} to a Get of memSnapshotGeneration.0",
@@ -395,7 +388,7 @@ impl SnmpReader {
             .collect();
         let mut rows: BTreeMap<u32, Vec<(u64, Cell)>> = BTreeMap::new();
         let mut cells = 0usize;
-        let target = &self.target;
+        let mut bytes = 0usize;
         while !open.is_empty() {
             let oids: Vec<Oid> = open
                 .iter()
@@ -403,11 +396,10 @@ impl SnmpReader {
                 .collect();
             let refs: Vec<&Oid> = oids.iter().collect();
             let repetitions = (BULK_VARBINDS / open.len() as u32).max(1);
-            let session = &mut self.session;
-            let pdu = retried(target.retries, || {
-                session.getbulk(&refs, 0, repetitions).map(Answer::of)
-            })
-            .map_err(|e| snmp_error(target, "walking MEMSTAT-MIB", e))?;
+            let pdu = self.request("walking MEMSTAT-MIB", |s| {
+                s.getbulk(&refs, 0, repetitions).map(Answer::of)
+            })?;
+            let target = &self.target;
             if pdu.error_status != 0 {
                 return Err(TopError::Snmp(format!(
                     "{}: the agent answered error-status {} to a GetBulk of MEMSTAT-MIB",
@@ -435,6 +427,19 @@ impl SnmpReader {
                     done[k] = true;
                     continue;
                 };
+                // Every step of a column counts, kept or not, and the text it brings: a
+                // hostile agent can neither walk on forever nor fill this program's memory.
+                cells += 1;
+                if let Owned::Cell(Cell::Text(t)) = &value {
+                    bytes += t.len();
+                }
+                if cells > MAX_CELLS || bytes > MAX_TEXT_BYTES {
+                    return Err(TopError::Snmp(format!(
+                        "{}: more than {MAX_CELLS} cells or {MAX_TEXT_BYTES} bytes of text of \
+                         MEMSTAT-MIB in one frame; refused",
+                        target.host
+                    )));
+                }
                 let cell = match value {
                     Owned::Cell(c) => c,
                     _ => {
@@ -443,13 +448,6 @@ impl SnmpReader {
                         continue;
                     }
                 };
-                cells += 1;
-                if cells > MAX_CELLS {
-                    return Err(TopError::Snmp(format!(
-                        "{}: more than {MAX_CELLS} cells of MEMSTAT-MIB in one frame; refused",
-                        target.host
-                    )));
-                }
                 rows.entry(index).or_default().push((*column, cell));
                 *last = name;
                 progressed[k] = true;
@@ -586,6 +584,45 @@ fn oid(parts: &[&[u64]]) -> Oid<'static> {
     Oid::from(&parts.concat()).expect("an OID of u64s")
 }
 
+/// A session with the host, with the engine found first for v3.
+fn open_session(target: &Target) -> Result<SyncSession, TopError> {
+    let host = with_port(&target.host);
+    let fail = |e: std::io::Error| TopError::Snmp(format!("{}: {e}", target.host));
+    let mut session = match &target.credentials {
+        Credentials::Community(c) => {
+            SyncSession::new_v2c(host.as_str(), c, Some(target.timeout), 0).map_err(fail)?
+        }
+        Credentials::V3 {
+            user,
+            auth,
+            privacy,
+        } => {
+            let (protocol, password) = auth.clone().unwrap_or((v3::AuthProtocol::Sha1, Vec::new()));
+            let mut security = v3::Security::new(user.as_bytes(), &password)
+                .with_auth_protocol(protocol)
+                .with_auth(match (auth, privacy) {
+                    (None, _) => v3::Auth::NoAuthNoPriv,
+                    (Some(_), None) => v3::Auth::AuthNoPriv,
+                    (Some(_), Some((cipher, p))) => v3::Auth::AuthPriv {
+                        cipher: *cipher,
+                        privacy_password: p.clone(),
+                    },
+                });
+            if privacy.is_some() {
+                // net-snmp localises AES-192/256 keys as Blumenthal's draft does.
+                security = security.with_key_extension_method(v3::KeyExtension::Blumenthal);
+            }
+            SyncSession::new_v3(host.as_str(), Some(target.timeout), 0, security).map_err(fail)?
+        }
+    };
+    if matches!(target.credentials, Credentials::V3 { .. }) {
+        session
+            .init()
+            .map_err(|e| snmp_error(target, "SNMPv3 engine discovery", e))?;
+    }
+    Ok(session)
+}
+
 /// HOST:PORT from HOST or HOST:PORT (an IPv6 address in brackets).
 fn with_port(host: &str) -> String {
     let has_port = match host.strip_prefix('[') {
@@ -596,25 +633,6 @@ fn with_port(host: &str) -> String {
         true => host.to_string(),
         false if host.contains(':') && !host.starts_with('[') => format!("[{host}]:161"),
         false => format!("{host}:161"),
-    }
-}
-
-/// A request again when the v3 session only learnt the engine's time (snmp2's AuthUpdated).
-/// A request, sent again after a timeout (`retries` times; the session keeps the request's
-/// id, so a late answer to an earlier attempt is still taken), and once more when a v3 session
-/// only learnt the engine's time (snmp2's `AuthUpdated`).
-fn retried<T>(
-    retries: u32,
-    mut request: impl FnMut() -> Result<T, snmp2::Error>,
-) -> Result<T, snmp2::Error> {
-    let mut timeouts = 0;
-    let mut updated = false;
-    loop {
-        match request() {
-            Err(snmp2::Error::Receive) if timeouts < retries => timeouts += 1,
-            Err(snmp2::Error::AuthUpdated) if !updated => updated = true,
-            r => return r,
-        }
     }
 }
 
@@ -655,7 +673,8 @@ pub(super) fn credentials_file(path: &Path) -> Result<CredentialWords, String> {
             meta.mode() & 0o7777
         ));
     }
-    if meta.uid() != me {
+    // Root (sudo memstat-top) may use a user's own file; anyone else only their own.
+    if meta.uid() != me && me != 0 {
         return Err(format!(
             "{at}: owned by uid {}, not by this user (uid {me}); refused",
             meta.uid()
@@ -665,7 +684,14 @@ pub(super) fn credentials_file(path: &Path) -> Result<CredentialWords, String> {
     crate::boundedfile::read_capped(file, 64 * 1024, &mut bytes)
         .map_err(|e| format!("{at}: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{at}: not UTF-8"))?;
-    toml::from_str(&text).map_err(|e| format!("{at}: {e}"))
+    // The message and the line, never toml's quote of the line: it may hold a password.
+    toml::from_str(&text).map_err(|e: toml::de::Error| {
+        let line = e
+            .span()
+            .map(|s| format!(":{}", crate::config::line_of(text.as_bytes(), s.start)))
+            .unwrap_or_default();
+        format!("{at}{line}: {}", e.message().trim_end())
+    })
 }
 
 /// The words of the credentials, from the command line or a file, before they are checked.
