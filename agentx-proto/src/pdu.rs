@@ -957,16 +957,20 @@ impl<'a> Reader<'a> {
         if total > MAX_SUBIDS {
             return Err(self.err(DecodeErrorKind::OidTooLong, at, what));
         }
-        if self.remaining() < n * 4 {
-            return Err(self.err(DecodeErrorKind::Truncated, self.pos, what));
-        }
         v.clear();
         v.reserve(total);
         if prefix != 0 {
             v.extend_from_slice(&[1, 3, 6, 1, u32::from(prefix)]);
         }
-        for _ in 0..n {
-            v.push(self.u32(what)?);
+        // All the sub-identifiers at once, their length checked once: read one by one,
+        // each with its own bounds check and byte-order branch, they were a tenth of a
+        // request's decoding.
+        let subids = self.take(n * 4, what)?.chunks_exact(4);
+        let word = |c: &[u8]| [c[0], c[1], c[2], c[3]];
+        if self.be {
+            v.extend(subids.map(|c| u32::from_be_bytes(word(c))));
+        } else {
+            v.extend(subids.map(|c| u32::from_le_bytes(word(c))));
         }
         Ok(include != 0)
     }

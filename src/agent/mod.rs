@@ -609,6 +609,7 @@ impl Agent {
             view: continued,
             how,
             turnaround,
+            first_start,
         } = self.walks.continuation(starts, ids.transaction_id, now);
         match how {
             Continuation::None | Continuation::Lone => {}
@@ -673,7 +674,10 @@ impl Agent {
             | Continuation::Retaken
             | Continuation::Repeated => Leave::Park(turnaround),
         };
-        let mut step = |from: &[u32], include: bool, end: &[u32]| -> Option<Step> {
+        // `known`: the instance `from` names in `view`, when known (a walk's start, as the
+        // walk tracker found it, or the last answer): the next one is then taken without a
+        // search.
+        let mut step = |from: &[u32], known: Option<u32>, include: bool, end: &[u32]| {
             if mib::status_may_follow(from) {
                 let st = status
                     .get_or_insert_with(|| StatusView::new(self.scalars.status(&self.store, now)));
@@ -685,12 +689,18 @@ impl Agent {
                     });
                 }
             }
-            view.get_next(from, include, end).map(|f| Step {
+            let found = match known {
+                Some(instance) if !include => view.next_after(instance, end),
+                _ => view.get_next(from, include, end),
+            };
+            found.map(|f| Step {
                 oid: f.oid,
                 value: f.value,
                 instance: Some(f.instance),
             })
         };
+        // The tracker's instance is of the first range's start, on the view it chose.
+        let start_instance = |i: usize| first_start.filter(|_| i == 0);
 
         // Where each range stands after this request: its last answer, if it had one.
         let mut parked = std::mem::take(&mut self.parked_scratch);
@@ -698,7 +708,12 @@ impl Agent {
         parked.resize(ranges.len(), None);
         let mut w = ResponseWriter::begin(out, ids, 0, ResError::NO_ERROR, 0);
         for (i, r) in ranges[..non_repeaters].iter().enumerate() {
-            match step(r.start.as_slice(), r.include, r.end.as_slice()) {
+            match step(
+                r.start.as_slice(),
+                start_instance(i),
+                r.include,
+                r.end.as_slice(),
+            ) {
                 Some(s) => {
                     w.push(&s.oid, &s.value);
                     parked[i] = s.instance;
@@ -727,11 +742,15 @@ impl Agent {
                     w.push(name, &Value::EndOfMibView);
                     continue;
                 }
-                let (from, include) = match prev {
-                    Some(s) => (s.oid.as_slice(), false),
-                    None => (r.start.as_slice(), r.include),
+                let (from, known, include) = match prev {
+                    Some(s) => (s.oid.as_slice(), s.instance, false),
+                    None => (
+                        r.start.as_slice(),
+                        start_instance(non_repeaters + j),
+                        r.include,
+                    ),
                 };
-                match step(from, include, r.end.as_slice()) {
+                match step(from, known, include, r.end.as_slice()) {
                     Some(s) => {
                         w.push(&s.oid, &s.value);
                         last[j].0 = Some(s);

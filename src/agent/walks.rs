@@ -221,8 +221,10 @@ impl Tracked {
         self.epoch = epoch;
     }
 
-    /// The park at `oid`'s instance, when a walk parked there within `window` ticks.
-    fn live_park(&self, oid: &[u32], now: Instant, window: u32) -> Option<(u32, Park)> {
+    /// The park at `oid`'s instance, when a walk parked there within `window` ticks of
+    /// `stamp` (now, as [`stamp`](Self::stamp) gives it: the caller reads it once for all
+    /// its starts).
+    fn live_park(&self, oid: &[u32], stamp: u32, window: u32) -> Option<(u32, Park)> {
         if self.parks.is_empty() {
             return None;
         }
@@ -231,7 +233,7 @@ impl Tracked {
         if park.at == 0 {
             return None;
         }
-        let age = self.stamp(now).saturating_sub(park.at);
+        let age = stamp.saturating_sub(park.at);
         (age < window).then_some((instance, park))
     }
 
@@ -504,7 +506,7 @@ impl WalkTracker {
             .iter()
             .filter(|t| now.saturating_duration_since(t.created) <= max_age)
             .filter_map(|t| {
-                let (_, park) = t.live_park(oid, now, in_progress)?;
+                let (_, park) = t.live_park(oid, t.stamp(now), in_progress)?;
                 // A park passed over is no walk in progress to join (see `pass_over`).
                 (park.waiting > 0 && !park.contested())
                     .then(|| (t.stamp(now).saturating_sub(park.at), t))
@@ -529,6 +531,7 @@ impl WalkTracker {
             view: None,
             how: Continuation::None,
             turnaround: Turnaround::UNKNOWN,
+            first_start: None,
         };
         if self.views.iter().all(|t| t.parks.is_empty()) {
             return none;
@@ -559,6 +562,7 @@ impl WalkTracker {
                     view: Some(self.views[taken].view.clone()),
                     how: Continuation::Retaken,
                     turnaround,
+                    first_start: at[taken].first_start,
                 };
             }
         }
@@ -579,7 +583,7 @@ impl WalkTracker {
             .filter(|a| a.waiting.is_some_and(|age| age < self.in_progress_ticks))
             .count();
         let contest = how == Continuation::Ambiguous && !contested && moving > 1;
-        self.take_off(chosen, starts, &found, a.stamp, now, contest);
+        self.take_off(chosen, starts, &found, a.stamp, contest);
         if contest {
             self.pass_over(chosen, &found);
         } else if contested {
@@ -589,6 +593,7 @@ impl WalkTracker {
             view: Some(self.views[chosen].view.clone()),
             how,
             turnaround,
+            first_start: a.first_start,
         }
     }
 
@@ -634,10 +639,13 @@ impl WalkTracker {
             let stamp = t.stamp(now);
             let here = &mut at[v];
             here.stamp = stamp;
-            for s in starts.clone() {
-                let Some((instance, park)) = t.live_park(s, now, self.window_ticks) else {
+            for (i, s) in starts.clone().into_iter().enumerate() {
+                let Some((instance, park)) = t.live_park(s, stamp, self.window_ticks) else {
                     continue;
                 };
+                if i == 0 {
+                    here.first_start = Some(instance);
+                }
                 let real_age = stamp.saturating_sub(park.at);
                 // A park passed over looks paused: older by the in-progress window.
                 let passed_over = park.waiting > 0 && park.contested();
@@ -750,7 +758,6 @@ impl WalkTracker {
         starts: S,
         found: &Found,
         stamp: u32,
-        now: Instant,
         contest: bool,
     ) where
         S: IntoIterator<Item = &'s [u32]>,
@@ -761,7 +768,7 @@ impl WalkTracker {
         let again: Vec<u32> = if found.overflow {
             starts
                 .into_iter()
-                .filter_map(|s| t.live_park(s, now, window))
+                .filter_map(|s| t.live_park(s, stamp, window))
                 .filter(|(_, park)| park.waiting > 0)
                 .map(|(instance, _)| instance)
                 .collect()
@@ -809,6 +816,10 @@ pub(crate) struct Continued {
     pub how: Continuation,
     /// The walk's turnaround, for the parks the request leaves.
     pub turnaround: Turnaround,
+    /// The instance of the request's first start in `view`, when the tracker looked it up:
+    /// the caller answers from there without searching the view again
+    /// ([`MibView::next_after`]).
+    pub first_start: Option<u32>,
 }
 
 /// How long a walk took to come back to where it parked, in park ticks, saturating; 0: not
@@ -856,6 +867,8 @@ struct AtStarts {
     taken: Option<Taken>,
     /// Now, in this view's ticks (so that taking a walk off reads no clock again).
     stamp: u32,
+    /// The instance of the request's first start in this view, when a park is live there.
+    first_start: Option<u32>,
 }
 
 /// A walk taken off a contested park: how long ago it parked, its turnaround, and where.

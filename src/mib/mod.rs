@@ -315,6 +315,13 @@ impl MibView {
         self.0.get_next(start, include, end)
     }
 
+    /// [`get_next`](Self::get_next) from the OID of `instance`, a present cell of this
+    /// view (as [`instance_of`](Self::instance_of) or a [`Found`] gave it), without include:
+    /// the same answer, found without a search.
+    pub fn next_after(&self, instance: u32, end: &[u32]) -> Option<Found> {
+        self.0.next_after(instance, end)
+    }
+
     /// The instance number of `oid` when it names a present cell of this view.
     pub fn instance_of(&self, oid: &[u32]) -> Option<u32> {
         self.0.instance_of(oid)

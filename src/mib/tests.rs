@@ -123,6 +123,57 @@ fn full_walk_is_strictly_increasing() {
 }
 
 #[test]
+fn next_after_an_instance_answers_as_get_next_from_its_oid() {
+    let v = view();
+    let mut cells = Vec::new();
+    let mut cur = MEMSTAT_MIB_ROOT.to_vec();
+    while let Some(f) = v.get_next(&cur, false, &[]) {
+        cur = f.oid.0.clone();
+        cells.push(f);
+    }
+    assert!(cells.len() > 10, "a view with cells in several tables");
+    // Every end bound that matters: none, each cell's own OID (the next one's is the
+    // exclusive end that stops it), and one inside a column's subtree.
+    let mut ends: Vec<Vec<u32>> = vec![Vec::new(), col(13, &[5])];
+    ends.extend(cells.iter().map(|f| f.oid.0.clone()));
+    for f in &cells {
+        for end in &ends {
+            assert_eq!(
+                v.next_after(f.instance, end),
+                v.get_next(&f.oid.0, false, end),
+                "from {:?} to {end:?}",
+                f.oid
+            );
+        }
+    }
+    assert_eq!(v.next_after(v.instance_count(), &[]), None);
+    assert_eq!(v.next_after(u32::MAX, &[]), None);
+}
+
+#[test]
+fn instance_of_is_right_whichever_column_was_looked_up_before() {
+    // The view remembers the last column it found: looking cells up in an order that
+    // jumps between columns must give the same answers as in walk order.
+    let v = view();
+    let mut cells = Vec::new();
+    let mut cur = MEMSTAT_MIB_ROOT.to_vec();
+    while let Some(f) = v.get_next(&cur, false, &[]) {
+        cur = f.oid.0.clone();
+        cells.push(f);
+    }
+    let n = cells.len();
+    for step in [1, 2, 3, 5, 7] {
+        for k in 0..n {
+            let f = &cells[(k * step) % n];
+            assert_eq!(v.instance_of(&f.oid.0), Some(f.instance));
+            // A miss in the remembered column, then in another.
+            assert_eq!(v.instance_of(&col(5, &[99])), None);
+            assert_eq!(v.instance_of(&root(&[9])), None);
+        }
+    }
+}
+
+#[test]
 fn admin_strings_are_cut_at_255_octets_on_a_character_boundary() {
     let long = "é".repeat(200); // 400 octets
     match text(&long) {
