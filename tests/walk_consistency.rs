@@ -797,13 +797,74 @@ fn concurrent_managers(
             ))
             .collect::<Vec<_>>()
     );
+    // The limit is a rate, and a run sees only some 150 walks: a daemon whose walks mix at
+    // 0.8 in 100 shows 2 or more of 150 one run in three. So the check is the one-sided
+    // binomial test of the limit: the run fails when a daemon whose walks mix at exactly
+    // `most` in `per` would show this many mixed walks or more less than once in a thousand
+    // runs. A limit of 0 is still exact: one mixed walk fails.
     let (most, per) = load.mixed_at_most;
-    assert!(
-        mixed_short.len() * per <= completed.len() * most,
-        "[{label}] {} of {} walks mixed snapshots: more than {most} in {per}",
+    let rate = most as f64 / per as f64;
+    let chance = binomial_tail(completed.len(), mixed_short.len(), rate);
+    println!(
+        "[{label}] at {most} in {per}, {} or more mixed walks of {} have a chance of {chance:.2e}",
         mixed_short.len(),
         completed.len()
     );
+    assert!(
+        chance >= FALSE_FAILURE,
+        "[{label}] {} of {} walks mixed snapshots: more than {most} in {per} (a daemon that \
+         mixes at that rate shows as many or more with a chance of {chance:.2e}, below \
+         {FALSE_FAILURE:e})",
+        mixed_short.len(),
+        completed.len()
+    );
+}
+
+/// How rarely a rate test may fail a daemon that meets its limit exactly.
+const FALSE_FAILURE: f64 = 1e-3;
+
+/// P(X ≥ k) for X binomial with `n` trials of probability `p`: summed from the terms at k
+/// and above, so that a small tail is not lost to cancellation.
+fn binomial_tail(n: usize, k: usize, p: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if p <= 0.0 || k > n {
+        return 0.0;
+    }
+    if p >= 1.0 {
+        return 1.0;
+    }
+    let mut term = (1.0 - p).powi(n as i32); // P(X = 0)
+    let mut tail = 0.0;
+    for i in 0..=n {
+        if i >= k {
+            tail += term;
+        }
+        term *= (n - i) as f64 / (i + 1) as f64 * p / (1.0 - p);
+    }
+    tail.min(1.0)
+}
+
+#[test]
+fn the_rate_test_fails_only_what_the_limit_makes_unlikely() {
+    // Exact values: P(X ≥ 1) = 1 − (1 − p)^n, and the whole distribution sums to 1.
+    assert!((binomial_tail(150, 1, 0.01) - (1.0 - 0.99f64.powi(150))).abs() < 1e-12);
+    assert!((binomial_tail(150, 0, 0.01) - 1.0).abs() < 1e-12);
+    assert_eq!(binomial_tail(150, 151, 0.01), 0.0);
+    // A limit of 0 in 1: no mixed walk passes, one fails.
+    assert!(binomial_tail(140, 0, 0.0) >= FALSE_FAILURE);
+    assert!(binomial_tail(140, 1, 0.0) < FALSE_FAILURE);
+    // 1 in 100 over 150 walks: 2 (this suite's old check failed it) passes; the test fails
+    // from 7 (P(X ≥ 6) ≈ 4.2e-3, P(X ≥ 7) ≈ 8.7e-4).
+    assert!(binomial_tail(150, 2, 0.01) >= FALSE_FAILURE);
+    assert!(binomial_tail(150, 6, 0.01) >= FALSE_FAILURE);
+    assert!(binomial_tail(150, 7, 0.01) < FALSE_FAILURE);
+    // 1 in 20 over 600 walks: the mean is 30; the test fails from 49 (P(X ≥ 48) ≈ 1.1e-3,
+    // P(X ≥ 49) ≈ 6.4e-4).
+    assert!(binomial_tail(600, 30, 0.05) >= FALSE_FAILURE);
+    assert!(binomial_tail(600, 48, 0.05) >= FALSE_FAILURE);
+    assert!(binomial_tail(600, 49, 0.05) < FALSE_FAILURE);
 }
 
 /// Checks consistency under load: eight `snmpbulkwalk`s with different max-repetitions, a

@@ -816,9 +816,9 @@ pub(crate) struct Continued {
     pub how: Continuation,
     /// The walk's turnaround, for the parks the request leaves.
     pub turnaround: Turnaround,
-    /// The instance of the request's first start in `view`, when the tracker looked it up:
-    /// the caller answers from there without searching the view again
-    /// ([`MibView::next_after`]).
+    /// The instance of the request's first start in `view`, when a park is live there (the
+    /// tracker found it looking for the park): the caller answers from there without
+    /// searching the view again ([`MibView::next_after`]).
     pub first_start: Option<u32>,
 }
 

@@ -333,6 +333,12 @@ pub(crate) struct ServedColumns {
 }
 
 impl ServedColumns {
+    /// Every served column's whole prefix, in OID order.
+    #[cfg(test)]
+    pub(crate) fn prefixes(&self) -> impl Iterator<Item = &[u32]> {
+        self.columns.iter().map(|c| c.prefix.as_slice())
+    }
+
     /// A column's prefix after the shared part.
     #[inline(always)]
     fn tail<'c>(&self, c: &'c ServedColumn) -> &'c [u32] {
@@ -432,7 +438,9 @@ pub(crate) struct View<C: 'static> {
     /// The served column [`column_of`](Self::column_of) found last. Walks go down one
     /// column at a time, so the next request is nearly always in it, and one comparison
     /// replaces the binary search (half the walk tracker's work per request). A relaxed
-    /// atomic: views are shared, and a stale hint is only a miss.
+    /// atomic: views are shared, and a stale hint is only a miss. The hint's answer is the
+    /// search's because no served column's prefix is a prefix of another's (a test in
+    /// mib/tests.rs holds every list of groups to that).
     last_column: AtomicUsize,
 }
 

@@ -174,6 +174,27 @@ fn instance_of_is_right_whichever_column_was_looked_up_before() {
 }
 
 #[test]
+fn no_served_column_lies_inside_another() {
+    // A view's remembered column (`View::column_of`) is right only if at most one column
+    // holds any OID: no column's prefix may be a prefix of another's.
+    for (what, columns) in [
+        ("the tables", snapshot_columns()),
+        ("the daemon's objects", status_columns()),
+    ] {
+        let prefixes: Vec<&[u32]> = columns.prefixes().collect();
+        assert!(prefixes.len() > 1, "{what}: served columns");
+        for (i, a) in prefixes.iter().enumerate() {
+            for (j, b) in prefixes.iter().enumerate() {
+                assert!(
+                    i == j || !b.starts_with(a),
+                    "{what}: column {a:?} holds column {b:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn admin_strings_are_cut_at_255_octets_on_a_character_boundary() {
     let long = "é".repeat(200); // 400 octets
     match text(&long) {
