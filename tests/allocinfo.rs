@@ -10,7 +10,7 @@
 mod allocinfo_text;
 mod common;
 
-use allocinfo_text::{header, row};
+use allocinfo_text::{header, replace, row};
 
 use common::*;
 use std::collections::BTreeMap;
@@ -72,13 +72,6 @@ fn start_daemon(snmpd: &Snmpd, dir: &Path, file: &Path, extra: &[&str]) -> Daemo
     let mut args = vec!["--source", &src, "--state-dir", &state];
     args.extend_from_slice(extra);
     Daemon::start(snmpd, &args)
-}
-
-/// Writes `text` to `path` by a rename, as a tool replacing a saved copy would.
-fn replace(path: &Path, text: &str) {
-    let tmp = path.with_extension("next");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
 }
 
 #[test]

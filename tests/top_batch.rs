@@ -7,33 +7,15 @@
 #[path = "support/allocinfo_text.rs"]
 mod allocinfo_text;
 mod common;
+#[path = "support/memory_types.rs"]
+mod memory_types;
 
-use allocinfo_text::{header, row};
+use allocinfo_text::{replace, two_sites};
 use common::*;
+use memory_types::*;
 use memstat_agentx::memstat::{Allocator, MemoryType};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-
-fn uma(name: &str, in_use: u64, allocs: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Uma, name);
-    t.size = Some(256);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 256);
-    t.free_count = Some(3);
-    t.allocs = Some(allocs);
-    t.frees = Some(allocs - in_use);
-    t.failures = Some(0);
-    t
-}
-
-fn slab(name: &str, in_use: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Slab, name);
-    t.size = Some(64);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 64);
-    t.free_count = Some(0);
-    t
-}
 
 /// Starts `top -b` on the fixture with `args`, reads its first line (the first frame),
 /// changes the fixture with `change`, and returns every line it printed.
@@ -258,28 +240,7 @@ fn call_sites_are_rows_with_the_rates_of_their_bytes_and_calls() {
     let fix = dir.path().join("fixture.json");
     write_fixture(&fix, vec![uma("mbuf", 100, 1000)]);
     let info = dir.path().join("allocinfo");
-    let write_info = |slub: i64, calls: u64| {
-        let text = header("2.0")
-            + &row(
-                slub,
-                calls,
-                "mm/slub.c:2452",
-                None,
-                "alloc_slab_page",
-                false,
-            )
-            + &row(
-                4096,
-                1,
-                "fs/ext4/super.c:100",
-                Some("ext4"),
-                "ext4_fill_super",
-                false,
-            );
-        let tmp = info.with_extension("tmp");
-        std::fs::write(&tmp, text).unwrap();
-        std::fs::rename(&tmp, &info).unwrap();
-    };
+    let write_info = |slub: i64, calls: u64| replace(&info, &two_sites(slub, calls, false));
     write_info(1_000_000, 100);
     let src = format!("fixture:{},allocinfo:{}", fix.display(), info.display());
     let mut child = Command::new(bin())

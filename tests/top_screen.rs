@@ -9,44 +9,15 @@
 #[path = "support/allocinfo_text.rs"]
 mod allocinfo_text;
 mod common;
+#[path = "support/memory_types.rs"]
+mod memory_types;
 
 use allocinfo_text::{header, row};
 use common::*;
+use memory_types::*;
 use memstat_agentx::memstat::{Allocator, MemoryType};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn uma(name: &str, in_use: u64, allocs: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Uma, name);
-    t.size = Some(256);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 256);
-    t.free_count = Some(3);
-    t.allocs = Some(allocs);
-    t.frees = Some(allocs - in_use);
-    t.failures = Some(0);
-    t
-}
-
-fn malloc(name: &str, in_use: u64, size: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Malloc, name);
-    t.size = Some(size);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * size);
-    t.allocs = Some(in_use * 2);
-    t.frees = Some(in_use);
-    t.failures = Some(0);
-    t
-}
-
-fn slab(name: &str, in_use: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Slab, name);
-    t.size = Some(64);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 64);
-    t.free_count = Some(0);
-    t
-}
 
 /// The fixture the tests start from: three allocators, names that sort differently by each
 /// column.

@@ -5,9 +5,12 @@
 #[path = "support/allocinfo_text.rs"]
 mod allocinfo_text;
 mod common;
+#[path = "support/memory_types.rs"]
+mod memory_types;
 
-use allocinfo_text::{header, row};
+use allocinfo_text::{replace, two_sites};
 use common::*;
+use memory_types::*;
 use memstat_agentx::memstat::{Allocator, MemoryType};
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -17,27 +20,6 @@ use std::process::{Command, Stdio};
 const V3_USER: &str = "topv3";
 const V3_AUTH: &str = "authpass123";
 const V3_PRIV: &str = "privpass123";
-
-fn uma(name: &str, in_use: u64, allocs: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Uma, name);
-    t.size = Some(256);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 256);
-    t.free_count = Some(3);
-    t.allocs = Some(allocs);
-    t.frees = Some(allocs - in_use);
-    t.failures = Some(0);
-    t
-}
-
-fn slab(name: &str, in_use: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Slab, name);
-    t.size = Some(64);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 64);
-    t.free_count = Some(0);
-    t
-}
 
 /// The harness's snmpd, with a v3 user, and the daemon serving a fixture with a short
 /// max-age, so that a changed fixture is served at the next frame.
@@ -383,28 +365,7 @@ fn call_sites_over_snmp_come_from_mem_alloc_site_table() {
     let fix = dir.path().join("fixture.json");
     write_fixture(&fix, first_types());
     let info = dir.path().join("allocinfo");
-    let write_info = |slub: i64, calls: u64| {
-        let text = header("2.0")
-            + &row(
-                slub,
-                calls,
-                "mm/slub.c:2452",
-                None,
-                "alloc_slab_page",
-                false,
-            )
-            + &row(
-                4096,
-                1,
-                "fs/ext4/super.c:100",
-                Some("ext4"),
-                "ext4_fill_super",
-                true,
-            );
-        let tmp = info.with_extension("tmp");
-        std::fs::write(&tmp, text).unwrap();
-        std::fs::rename(&tmp, &info).unwrap();
-    };
+    let write_info = |slub: i64, calls: u64| replace(&info, &two_sites(slub, calls, true));
     write_info(1_000_000, 100);
     let snmpd = Snmpd::start(dir.path(), Transport::Unix);
     let src = format!("fixture:{},allocinfo:{}", fix.display(), info.display());

@@ -735,16 +735,30 @@ impl Rates {
     }
 }
 
-/// A frame as text: a line saying what it is, the kernel overview, the allocators' totals,
-/// then the table.
-pub fn text_frame(heading: &str, snap: &Snapshot, rows: &[TopRow]) -> String {
+/// What every text frame starts with: a line saying what it is, the kernel overview and the
+/// allocators' totals.
+fn text_head(heading: &str, snap: &Snapshot) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{heading}");
-    let overview = crate::report::overview(snap);
-    if !overview.is_empty() {
-        out.push_str(&overview);
-    }
+    out.push_str(&crate::report::overview(snap));
     out.push_str(&totals_text(snap));
+    out
+}
+
+/// What every JSON frame holds besides its rows: when, the snapshot's generation and source,
+/// and the interval the rates cover (null at the first).
+fn json_head(snap: &Snapshot, seconds: Option<f64>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("taken_at_ms".into(), json!(snap.taken_at_ms));
+    m.insert("generation".into(), json!(snap.generation));
+    m.insert("source".into(), json!(snap.source));
+    m.insert("interval_seconds".into(), json!(seconds));
+    m
+}
+
+/// A frame as text: the head, then the table.
+pub fn text_frame(heading: &str, snap: &Snapshot, rows: &[TopRow]) -> String {
+    let mut out = text_head(heading, snap);
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", text_cells(COLUMNS.iter().map(|c| c.header)));
     for r in rows {
@@ -838,8 +852,8 @@ pub(crate) fn sorted<R>(
     keyed.into_iter().map(|(r, _)| r).collect()
 }
 
-/// A frame as one JSON object: when, the interval the rates cover (null at the first), the
-/// snapshot's generation, and the rows with every column (null when absent).
+/// A frame as one JSON object: the head, the allocators' totals, and the rows with every
+/// column (null when absent).
 pub fn json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[TopRow]) -> String {
     let rows: Vec<Value> = rows
         .iter()
@@ -865,28 +879,19 @@ pub fn json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[TopRow]) -> Str
             })
         })
         .collect();
-    let frame = json!({
-        "taken_at_ms": snap.taken_at_ms,
-        "generation": snap.generation,
-        "source": snap.source,
-        "interval_seconds": seconds,
-        "allocators": allocators,
-        "rows": rows,
-    });
-    serde_json::to_string(&frame).expect("a frame always serialises")
+    let mut frame = json_head(snap, seconds);
+    frame.insert("allocators".into(), Value::Array(allocators));
+    frame.insert("rows".into(), Value::Array(rows));
+    serde_json::to_string(&Value::Object(frame)).expect("a frame always serialises")
 }
 
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
 
-/// A frame of call sites as text: the heading, the overview and totals, the state of
-/// profiling, then the sites.
+/// A frame of call sites as text: the head, the state of profiling, then the sites.
 pub fn site_text_frame(heading: &str, snap: &Snapshot, rows: &[SiteRow]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{heading}");
-    out.push_str(&crate::report::overview(snap));
-    out.push_str(&totals_text(snap));
+    let mut out = text_head(heading, snap);
     let _ = writeln!(out, "{}", profiling_line(snap, rows.len()));
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", sites::header_line());
@@ -910,7 +915,8 @@ pub(crate) fn profiling_line(snap: &Snapshot, shown: usize) -> String {
     }
 }
 
-/// A frame of call sites as one JSON object.
+/// A frame of call sites as one JSON object: the head, the state of profiling, and the
+/// sites.
 pub fn site_json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[SiteRow]) -> String {
     let sites: Vec<Value> = rows
         .iter()
@@ -922,14 +928,10 @@ pub fn site_json_frame(snap: &Snapshot, seconds: Option<f64>, rows: &[SiteRow]) 
             Value::Object(m)
         })
         .collect();
-    let frame = json!({
-        "taken_at_ms": snap.taken_at_ms,
-        "generation": snap.generation,
-        "source": snap.source,
-        "interval_seconds": seconds,
-        "profiling": snap.profiling.as_ref().map(|p| p.state),
-        "sites_read": snap.profiling.as_ref().map(|p| p.sites.len()),
-        "sites": sites,
-    });
-    serde_json::to_string(&frame).expect("a frame always serialises")
+    let mut frame = json_head(snap, seconds);
+    let profiling = snap.profiling.as_ref();
+    frame.insert("profiling".into(), json!(profiling.map(|p| p.state)));
+    frame.insert("sites_read".into(), json!(profiling.map(|p| p.sites.len())));
+    frame.insert("sites".into(), Value::Array(sites));
+    serde_json::to_string(&Value::Object(frame)).expect("a frame always serialises")
 }

@@ -36,8 +36,6 @@ const KERNEL_BYTES: u64 = 3;
 /// memAllocinfoState.0 (memstatAllocinfo.1.0) and memAllocSiteEntry (memstatAllocinfo.4.1).
 const ALLOCINFO_STATE: [u64; 3] = [8, 1, 0];
 const SITE_ENTRY: [u64; 3] = [8, 4, 1];
-/// memAllocSiteFile, Line, Function, Module, Bytes, Calls, Accurate.
-const SITE_COLUMNS: [u64; 7] = [2, 3, 4, 5, 6, 7, 8];
 
 /// The most cells one frame may hold: a million types of ten columns. A host that serves
 /// more is refused rather than let fill this program's memory.
@@ -241,7 +239,7 @@ impl SnmpReader {
             let types = self.walk(&TYPE_ENTRY, &type_columns())?;
             let kernel = self.walk(&KERNEL_ENTRY, &[KERNEL_BYTES])?;
             let profiling = match self.profiling_state()? {
-                Some(state) => Some((state, self.walk(&SITE_ENTRY, &SITE_COLUMNS)?)),
+                Some(state) => Some((state, self.walk(&SITE_ENTRY, &site_columns())?)),
                 None => None,
             };
             let (after, _) = self.generation_and_age()?;
@@ -525,11 +523,90 @@ impl SnmpReader {
     }
 }
 
+/// What memAllocSiteTable gives a call site: one definition per column walked, as
+/// [`TYPE_COLUMNS`] for memTypeTable.
+struct AllocSiteColumn {
+    /// Its number under memAllocSiteEntry.
+    column: u64,
+    /// Where its value goes; a cell of another kind than the column's is left out.
+    set: fn(&mut Site, Cell),
+}
+
+/// memAllocSiteFile: a row without it is no site.
+const ALLOC_SITE_FILE: u64 = 2;
+const ALLOC_SITE_COLUMNS: &[AllocSiteColumn] = &[
+    AllocSiteColumn {
+        column: ALLOC_SITE_FILE,
+        set: |s, c| {
+            if let Cell::Text(t) = c {
+                s.file = t;
+            }
+        },
+    },
+    AllocSiteColumn {
+        column: 3,
+        set: |s, c| {
+            if let Cell::Number(n) = c {
+                s.line = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+        },
+    },
+    AllocSiteColumn {
+        column: 4,
+        set: |s, c| {
+            if let Cell::Text(t) = c {
+                s.function = t;
+            }
+        },
+    },
+    AllocSiteColumn {
+        column: 5,
+        set: |s, c| {
+            if let Cell::Text(t) = c {
+                s.module = t;
+            }
+        },
+    },
+    AllocSiteColumn {
+        column: 6,
+        set: |s, c| {
+            if let Cell::Number(n) = c {
+                s.bytes = n;
+            }
+        },
+    },
+    AllocSiteColumn {
+        column: 7,
+        set: |s, c| {
+            if let Cell::Number(n) = c {
+                s.calls = n;
+            }
+        },
+    },
+    AllocSiteColumn {
+        column: 8,
+        // TruthValue: true(1), false(2).
+        set: |s, c| {
+            if let Cell::Number(n) = c {
+                s.accurate = n == 1;
+            }
+        },
+    },
+];
+
+/// Every column walked in memAllocSiteTable.
+fn site_columns() -> Vec<u64> {
+    ALLOC_SITE_COLUMNS.iter().map(|d| d.column).collect()
+}
+
 /// The call sites of memAllocSiteTable's cells.
 fn sites_of(state: ProfilingState, rows: BTreeMap<u32, Vec<(u64, Cell)>>) -> Profiling {
     let sites: Vec<Site> = rows
         .into_values()
         .filter_map(|cells| {
+            let named = cells
+                .iter()
+                .any(|(column, cell)| *column == ALLOC_SITE_FILE && matches!(cell, Cell::Text(_)));
             let mut site = Site {
                 file: String::new(),
                 line: 0,
@@ -540,21 +617,9 @@ fn sites_of(state: ProfilingState, rows: BTreeMap<u32, Vec<(u64, Cell)>>) -> Pro
                 accurate: true,
                 rows: 1,
             };
-            let mut named = false;
             for (column, cell) in cells {
-                match (column, cell) {
-                    (2, Cell::Text(t)) => {
-                        site.file = t;
-                        named = true;
-                    }
-                    (3, Cell::Number(n)) => site.line = u32::try_from(n).unwrap_or(u32::MAX),
-                    (4, Cell::Text(t)) => site.function = t,
-                    (5, Cell::Text(t)) => site.module = t,
-                    (6, Cell::Number(n)) => site.bytes = n,
-                    (7, Cell::Number(n)) => site.calls = n,
-                    // TruthValue: true(1), false(2).
-                    (8, Cell::Number(n)) => site.accurate = n == 1,
-                    _ => {}
+                if let Some(def) = ALLOC_SITE_COLUMNS.iter().find(|d| d.column == column) {
+                    (def.set)(&mut site, cell);
                 }
             }
             named.then_some(site)

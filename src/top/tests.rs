@@ -2,27 +2,9 @@ use super::*;
 use crate::memstat::Allocator;
 use std::time::{Duration, UNIX_EPOCH};
 
-fn uma(name: &str, in_use: u64, allocs: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Uma, name);
-    t.size = Some(256);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 256);
-    t.free_count = Some(1);
-    t.allocs = Some(allocs);
-    t.frees = Some(allocs - in_use);
-    t.failures = Some(0);
-    t
-}
-
-/// A slab cache: levels only, as /proc/slabinfo gives them.
-fn slab(name: &str, in_use: u64) -> MemoryType {
-    let mut t = MemoryType::new(Allocator::Slab, name);
-    t.size = Some(64);
-    t.in_use_count = Some(in_use);
-    t.in_use_bytes = Some(in_use * 64);
-    t.free_count = Some(0);
-    t
-}
+#[path = "../../tests/support/memory_types.rs"]
+mod memory_types;
+use memory_types::{slab, uma};
 
 fn snap(generation: u64, ms: u64, types: Vec<MemoryType>) -> Snapshot {
     Snapshot::new(
@@ -154,8 +136,8 @@ fn the_header_has_each_allocators_totals_absent_sums_as_dashes() {
             "FAILURES"
         ]
     );
-    // uma: 5 in use × 256; free 1 + 1 items × 256; failures 0 + 0.
-    assert_eq!(line("uma "), ["uma", "2", "1280", "512", "0"]);
+    // uma: 5 in use × 256; free 3 + 3 items × 256; failures 0 + 0.
+    assert_eq!(line("uma "), ["uma", "2", "1280", "1536", "0"]);
     // slab: no failure counter.
     assert_eq!(line("slab "), ["slab", "1", "256", "0", "-"]);
     assert!(
