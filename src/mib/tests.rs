@@ -122,15 +122,21 @@ fn full_walk_is_strictly_increasing() {
     assert_eq!(n, 11 + 6 + 5 + 5 + 2);
 }
 
-#[test]
-fn next_after_an_instance_answers_as_get_next_from_its_oid() {
-    let v = view();
+/// Every cell of `v`, walked in order.
+fn every_cell(v: &MibView) -> Vec<Found> {
     let mut cells = Vec::new();
     let mut cur = MEMSTAT_MIB_ROOT.to_vec();
     while let Some(f) = v.get_next(&cur, false, &[]) {
         cur = f.oid.0.clone();
         cells.push(f);
     }
+    cells
+}
+
+#[test]
+fn next_after_an_instance_answers_as_get_next_from_its_oid() {
+    let v = view();
+    let cells = every_cell(&v);
     assert!(cells.len() > 10, "a view with cells in several tables");
     // Every end bound that matters: none, each cell's own OID (the next one's is the
     // exclusive end that stops it), and one inside a column's subtree.
@@ -155,12 +161,7 @@ fn instance_of_is_right_whichever_column_was_looked_up_before() {
     // The view remembers the last column it found: looking cells up in an order that
     // jumps between columns must give the same answers as in walk order.
     let v = view();
-    let mut cells = Vec::new();
-    let mut cur = MEMSTAT_MIB_ROOT.to_vec();
-    while let Some(f) = v.get_next(&cur, false, &[]) {
-        cur = f.oid.0.clone();
-        cells.push(f);
-    }
+    let cells = every_cell(&v);
     let n = cells.len();
     for step in [1, 2, 3, 5, 7] {
         for k in 0..n {
