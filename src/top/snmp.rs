@@ -528,8 +528,25 @@ impl SnmpReader {
 struct AllocSiteColumn {
     /// Its number under memAllocSiteEntry.
     column: u64,
-    /// Where its value goes; a cell of another kind than the column's is left out.
-    set: fn(&mut Site, Cell),
+    /// Where its value goes.
+    set: SiteSetter,
+}
+
+/// Where a column's value goes, by the kind of cell it has; a cell of the other kind is left
+/// out.
+enum SiteSetter {
+    Text(fn(&mut Site, String)),
+    Number(fn(&mut Site, u64)),
+}
+
+impl SiteSetter {
+    fn set(&self, site: &mut Site, cell: Cell) {
+        match (self, cell) {
+            (SiteSetter::Text(f), Cell::Text(t)) => f(site, t),
+            (SiteSetter::Number(f), Cell::Number(n)) => f(site, n),
+            _ => {}
+        }
+    }
 }
 
 /// memAllocSiteFile: a row without it is no site.
@@ -537,60 +554,32 @@ const ALLOC_SITE_FILE: u64 = 2;
 const ALLOC_SITE_COLUMNS: &[AllocSiteColumn] = &[
     AllocSiteColumn {
         column: ALLOC_SITE_FILE,
-        set: |s, c| {
-            if let Cell::Text(t) = c {
-                s.file = t;
-            }
-        },
+        set: SiteSetter::Text(|s, t| s.file = t),
     },
     AllocSiteColumn {
         column: 3,
-        set: |s, c| {
-            if let Cell::Number(n) = c {
-                s.line = u32::try_from(n).unwrap_or(u32::MAX);
-            }
-        },
+        set: SiteSetter::Number(|s, n| s.line = u32::try_from(n).unwrap_or(u32::MAX)),
     },
     AllocSiteColumn {
         column: 4,
-        set: |s, c| {
-            if let Cell::Text(t) = c {
-                s.function = t;
-            }
-        },
+        set: SiteSetter::Text(|s, t| s.function = t),
     },
     AllocSiteColumn {
         column: 5,
-        set: |s, c| {
-            if let Cell::Text(t) = c {
-                s.module = t;
-            }
-        },
+        set: SiteSetter::Text(|s, t| s.module = t),
     },
     AllocSiteColumn {
         column: 6,
-        set: |s, c| {
-            if let Cell::Number(n) = c {
-                s.bytes = n;
-            }
-        },
+        set: SiteSetter::Number(|s, n| s.bytes = n),
     },
     AllocSiteColumn {
         column: 7,
-        set: |s, c| {
-            if let Cell::Number(n) = c {
-                s.calls = n;
-            }
-        },
+        set: SiteSetter::Number(|s, n| s.calls = n),
     },
     AllocSiteColumn {
         column: 8,
         // TruthValue: true(1), false(2).
-        set: |s, c| {
-            if let Cell::Number(n) = c {
-                s.accurate = n == 1;
-            }
-        },
+        set: SiteSetter::Number(|s, n| s.accurate = n == 1),
     },
 ];
 
@@ -619,7 +608,7 @@ fn sites_of(state: ProfilingState, rows: BTreeMap<u32, Vec<(u64, Cell)>>) -> Pro
             };
             for (column, cell) in cells {
                 if let Some(def) = ALLOC_SITE_COLUMNS.iter().find(|d| d.column == column) {
-                    (def.set)(&mut site, cell);
+                    def.set.set(&mut site, cell);
                 }
             }
             named.then_some(site)
