@@ -20,13 +20,16 @@
 //! points at that socket and whose rra/ and log are in the temp dir.
 
 mod common;
+#[path = "support/mariadb.rs"]
+mod mariadb;
 
 use common::*;
+use mariadb::{need_installed, run, Mariadb};
 use memstat_agentx::memstat::source::{FigureObject, KernelKind, Role, SOURCES};
 use memstat_agentx::memstat::{fixture, Allocator, MemoryType, Snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
@@ -49,116 +52,7 @@ fn one_cacti() -> std::sync::MutexGuard<'static, ()> {
 
 /// Fails with the packages to install when `path` is missing.
 fn need(path: &str) {
-    let found = Path::new(path).exists()
-        || Command::new("sh")
-            .args(["-c", &format!("command -v {path}")])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-    assert!(found, "{path} is not installed: {PACKAGES}");
-}
-
-/// Runs a command that must succeed; returns its stdout and stderr.
-fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}): {text}",
-        out.status
-    );
-    text
-}
-
-fn is_root() -> bool {
-    run(Command::new("id").arg("-u")).trim() == "0"
-}
-
-/// A MariaDB server on a private datadir, reachable only through a socket in the temp dir.
-struct Mariadb {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Mariadb {
-    fn start(dir: &Path) -> Mariadb {
-        need("mariadb-install-db");
-        need("/usr/sbin/mariadbd");
-        let datadir = dir.join("db");
-        let mut user = Vec::new();
-        if is_root() {
-            // mariadbd refuses to run as root unless told to.
-            user.push("--user=root");
-        }
-        run(Command::new("mariadb-install-db")
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", datadir.display()))
-            .args(&user)
-            .args(["--auth-root-authentication-method=normal", "--skip-test-db"]));
-        let socket = dir.join("mysql.sock");
-        let log = std::fs::File::create(dir.join("mariadbd.log")).unwrap();
-        let child = Command::new("/usr/sbin/mariadbd")
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", datadir.display()))
-            .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--pid-file={}", dir.join("mariadbd.pid").display()))
-            .arg("--skip-networking")
-            .args(&user)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start mariadbd");
-        let db = Mariadb { child, socket };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !db
-            .client(None)
-            .arg("-e")
-            .arg("SELECT 1")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            assert!(
-                Instant::now() < deadline,
-                "mariadbd did not start: {}",
-                std::fs::read_to_string(dir.join("mariadbd.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        db
-    }
-
-    fn client(&self, database: Option<&str>) -> Command {
-        let mut c = Command::new("mariadb");
-        c.arg("--no-defaults")
-            .arg(format!("--socket={}", self.socket.display()))
-            .args(["-u", "root", "--batch", "--skip-column-names"]);
-        if let Some(d) = database {
-            c.arg(d);
-        }
-        c
-    }
-
-    /// Runs SQL on the cacti database; returns the rows, tab-separated.
-    fn sql(&self, q: &str) -> Vec<Vec<String>> {
-        run(self.client(Some("cacti")).arg("-e").arg(q))
-            .lines()
-            .map(|l| l.split('\t').map(str::to_string).collect())
-            .collect()
-    }
-}
-
-impl Drop for Mariadb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    need_installed(path, PACKAGES);
 }
 
 /// A private Cacti: a copy of Debian's /usr/share/cacti configured for the private MariaDB.
@@ -241,7 +135,7 @@ impl Cacti {
         // As Debian's postinst does for a fresh database: mark it as this version, so the CLI
         // does not ask for the web installer. Then keep everything in the temp dir, and drop
         // the sample automation network (192.168.1.0/24), which the poller would scan.
-        db.sql(&format!(
+        db.sql("cacti", &format!(
             "UPDATE version SET cacti='{}';
              REPLACE INTO settings (name, value) VALUES
                 ('path_cactilog', '{}'), ('path_spine_config', '{}'), ('path_spine', '/usr/sbin/spine'),
@@ -294,9 +188,10 @@ impl Cacti {
     /// The graph of a graph template (not a data query) for a device, as "Create Graphs for
     /// this Device" makes it: its data sources come with it. Returns the graph's id.
     fn add_template_graph(&self, template: &str, host_id: &str) -> String {
-        let id = self.db.sql(&format!(
-            "SELECT id FROM graph_templates WHERE name = '{template}'"
-        ));
+        let id = self.db.sql(
+            "cacti",
+            &format!("SELECT id FROM graph_templates WHERE name = '{template}'"),
+        );
         assert_eq!(id.len(), 1, "graph template {template}");
         let out = self.php(
             "cli/add_graphs.php",
@@ -392,9 +287,10 @@ impl Cacti {
             "spine" => 2,
             _ => unreachable!(),
         };
-        self.db.sql(&format!(
-            "REPLACE INTO settings (name, value) VALUES ('poller_type', '{poller_type}')"
-        ));
+        self.db.sql(
+            "cacti",
+            &format!("REPLACE INTO settings (name, value) VALUES ('poller_type', '{poller_type}')"),
+        );
         self.wait_past_last_updates();
         let before = self.log_text().len();
         self.php("site/poller.php", &["--force"]);
@@ -516,6 +412,7 @@ fn data_sources(cacti: &Cacti) -> Vec<DataSource> {
     cacti
         .db
         .sql(
+            "cacti",
             "SELECT d.data_source_path, t.name, l.snmp_index
              FROM data_template_data d
              JOIN data_local l ON l.id = d.local_data_id
@@ -597,9 +494,10 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
         "{}",
         cacti.log_text()
     );
-    let query_id = cacti
-        .db
-        .sql("SELECT id FROM snmp_query WHERE name = 'MEMSTAT-MIB - Kernel Memory Types'");
+    let query_id = cacti.db.sql(
+        "cacti",
+        "SELECT id FROM snmp_query WHERE name = 'MEMSTAT-MIB - Kernel Memory Types'",
+    );
     let query_id = &query_id[0][0];
 
     // The device, SNMP v2c on the private snmpd, and the data query, re-indexed on Uptime.
@@ -614,22 +512,25 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
     );
 
     // Re-indexing filled memTypeIndex, the row identity, for every row.
-    let cached = cacti.db.sql(&format!(
-        "SELECT snmp_index, field_value FROM host_snmp_cache
+    let cached = cacti.db.sql(
+        "cacti",
+        &format!(
+            "SELECT snmp_index, field_value FROM host_snmp_cache
          WHERE host_id = {host_id} AND snmp_query_id = {query_id} AND field_name = 'memTypeIndex'
          ORDER BY snmp_index + 0"
-    ));
+        ),
+    );
     let want: Vec<Vec<String>> = (1..=types.len())
         .map(|i| vec![i.to_string(), i.to_string()])
         .collect();
     assert_eq!(cached, want, "memTypeIndex field in Cacti's cache");
-    let sort = cacti.db.sql(&format!(
+    let sort = cacti.db.sql("cacti", &format!(
         "SELECT sort_field FROM host_snmp_query WHERE host_id = {host_id} AND snmp_query_id = {query_id}"
     ));
     assert_eq!(sort[0][0], "memTypeIndex");
 
     // Every graph of every row, chosen by memTypeIndex as New Graphs does.
-    let query_graphs = cacti.db.sql(&format!(
+    let query_graphs = cacti.db.sql("cacti", &format!(
         "SELECT id, graph_template_id FROM snmp_query_graph WHERE snmp_query_id = {query_id} ORDER BY id"
     ));
     assert_eq!(query_graphs.len(), TEMPLATES.len(), "{query_graphs:?}");
@@ -653,7 +554,10 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
     // Titles name the row: rows with the same name differ by their index.
     let titles: Vec<String> = cacti
         .db
-        .sql("SELECT title_cache FROM graph_templates_graph WHERE local_graph_id > 0")
+        .sql(
+            "cacti",
+            "SELECT title_cache FROM graph_templates_graph WHERE local_graph_id > 0",
+        )
         .into_iter()
         .map(|r| r[0].clone())
         .collect();
@@ -671,7 +575,7 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
     assert_eq!(unique.len(), titles.len(), "titles repeat: {titles:#?}");
 
     // The poller items read the OIDs of their own row.
-    for r in cacti.db.sql(
+    for r in cacti.db.sql("cacti", 
         "SELECT l.snmp_index, p.arg1 FROM poller_item p JOIN data_local l ON l.id = p.local_data_id",
     ) {
         assert!(
@@ -732,9 +636,10 @@ fn cacti_polls_each_row_into_its_own_rrd_with_cmd_php_and_spine() {
         );
         cacti.poll(collector);
         assert_rrds_hold_their_rows(&cacti, &types, &format!("{collector} after the restart"));
-        let kept = cacti
-            .db
-            .sql("SELECT assert_value FROM poller_reindex WHERE op = '<'");
+        let kept = cacti.db.sql(
+            "cacti",
+            "SELECT assert_value FROM poller_reindex WHERE op = '<'",
+        );
         assert!(
             !kept.is_empty()
                 && kept
@@ -827,7 +732,7 @@ fn kernel_poller_items(cacti: &Cacti) -> BTreeMap<u32, PathBuf> {
     let rra = cacti.root.join("site/rra").display().to_string();
     cacti
         .db
-        .sql("SELECT arg1, rrd_path FROM poller_item")
+        .sql("cacti", "SELECT arg1, rrd_path FROM poller_item")
         .into_iter()
         .map(|r| {
             let index = r[0]
@@ -937,13 +842,16 @@ fn cacti_stacks_the_kernel_memory_overview_with_cmd_php_and_spine() {
         // as include/global_arrays.php numbers them (GPRINT, 9, is left out).
         let items: Vec<(String, u32)> = cacti
             .db
-            .sql(&format!(
-                "SELECT i.graph_type_id, p.arg1 FROM graph_templates_item i
+            .sql(
+                "cacti",
+                &format!(
+                    "SELECT i.graph_type_id, p.arg1 FROM graph_templates_item i
                  JOIN data_template_rrd r ON r.id = i.task_item_id
                  JOIN poller_item p ON p.local_data_id = r.local_data_id
                  WHERE i.local_graph_id = {graph_id} AND i.graph_type_id != 9
                  ORDER BY i.sequence"
-            ))
+                ),
+            )
             .into_iter()
             .map(|r| {
                 let index = r[1]
@@ -1091,7 +999,7 @@ fn arc_poller_items(cacti: &Cacti) -> BTreeMap<u32, PathBuf> {
     let rra = cacti.root.join("site/rra").display().to_string();
     cacti
         .db
-        .sql("SELECT arg1, rrd_path FROM poller_item")
+        .sql("cacti", "SELECT arg1, rrd_path FROM poller_item")
         .into_iter()
         .map(|r| {
             let arc = r[0]
@@ -1172,14 +1080,17 @@ fn cacti_graphs_the_zfs_arc_with_cmd_php_and_spine() {
         // The drawn items, bottom first: type, the object read, and the CDEF's name.
         let items: Vec<ArcItem> = cacti
             .db
-            .sql(&format!(
+            .sql(
+                "cacti",
+                &format!(
                 "SELECT i.graph_type_id, p.arg1, COALESCE(c.name, '-') FROM graph_templates_item i
                  JOIN data_template_rrd r ON r.id = i.task_item_id
                  JOIN poller_item p ON p.local_data_id = r.local_data_id
                  LEFT JOIN cdef c ON c.id = i.cdef_id
                  WHERE i.local_graph_id = {graph_id} AND i.graph_type_id != 9
                  ORDER BY i.sequence"
-            ))
+            ),
+            )
             .into_iter()
             .map(|r| {
                 let arc = r[1]
