@@ -16,6 +16,7 @@ mod common;
 
 use common::{Snmpd, Transport, ROOT};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -27,6 +28,8 @@ const CONFIG: &str = "/etc/memstat-agentx.toml";
 const MIB_DIR: &str = "/usr/share/snmp/mibs";
 const STATE_DIR: &str = "/var/lib/memstat-agentx";
 const UNIT: &str = "/usr/lib/systemd/system/memstat-agentx.service";
+/// snmptrapd's traphandle for Zabbix (contrib/zabbix/memstat-zabbix-traps).
+const TRAPHANDLE: &str = "/usr/libexec/memstat-agentx/memstat-zabbix-traps";
 const ENABLED_LINK: &str = "/etc/systemd/system/multi-user.target.wants/memstat-agentx.service";
 
 fn run(program: &str, args: &[&str]) -> Output {
@@ -245,7 +248,13 @@ fn package_installs_serves_and_purges_cleanly() {
 
     // The machine must not have any of it yet, or "as before" could not be checked.
     let files = package_files(&deb);
-    for must_have in [BINARY, CONFIG, UNIT, "/usr/share/snmp/mibs/MEMSTAT-MIB.txt"] {
+    for must_have in [
+        BINARY,
+        CONFIG,
+        UNIT,
+        "/usr/share/snmp/mibs/MEMSTAT-MIB.txt",
+        TRAPHANDLE,
+    ] {
         assert!(
             files.iter().any(|f| f == Path::new(must_have)),
             "the package does not contain {must_have}: {files:?}"
@@ -260,6 +269,8 @@ fn package_installs_serves_and_purges_cleanly() {
         "cacti/cacti_graph_template_memstat_zfs_arc.xml",
         "librenms/memstat-arc-sensors.yaml",
         "prometheus/generator.yml",
+        "zabbix/memstat-agentx.yaml",
+        "zabbix/README.md",
         "copyright",
         "changelog.Debian.gz",
     ] {
@@ -384,6 +395,26 @@ fn package_installs_serves_and_purges_cleanly() {
     assert!(
         frame.contains("memstat-agentx top: frame 1 of 1") && frame.contains("INUSE-BYTES"),
         "memstat-agentx top through the installed memstat-top:\n{frame}"
+    );
+    // The installed traphandle for Zabbix runs as snmptrapd runs it: a notification on stdin,
+    // the SNMPTrapperFile as its argument.
+    let trapper_file = dir.path().join("snmptraps.log");
+    let mut handler = Command::new(TRAPHANDLE)
+        .arg(&trapper_file)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{TRAPHANDLE}: {e}"));
+    handler
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"host\nUDP: [192.0.2.7]:1024->[127.0.0.1]:162\n.1.3.6.1.6.3.1.1.4.1.0 .1.3.6.1.4.1.32473.1.0.4\n")
+        .unwrap();
+    assert!(handler.wait().unwrap().success(), "{TRAPHANDLE} failed");
+    let record = std::fs::read_to_string(&trapper_file).unwrap();
+    assert!(
+        record.contains(" ZBXTRAP 192.0.2.7\n") && record.contains(".1.3.6.1.4.1.32473.1.0.4"),
+        "{TRAPHANDLE} wrote {record:?}"
     );
     let log = dir.path().join("installed-daemon.log");
     let log_file = std::fs::File::create(&log).unwrap();

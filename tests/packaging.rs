@@ -293,6 +293,9 @@ fn pkg_plist_lists_every_file_the_port_installs() {
         // The pollers' ZFS ARC graphs.
         "share/doc/memstat-agentx/cacti/cacti_graph_template_memstat_zfs_arc.xml",
         "share/doc/memstat-agentx/librenms/memstat-arc-sensors.yaml",
+        // Zabbix's template and the traphandle for its SNMP trapper.
+        "share/doc/memstat-agentx/zabbix/memstat-agentx.yaml",
+        "libexec/memstat-agentx/memstat-zabbix-traps",
     ] {
         assert!(listed.contains(must), "pkg-plist lacks {must}");
     }
