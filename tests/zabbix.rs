@@ -87,11 +87,43 @@ fn trapper_port() -> u16 {
         .expect("no free port in 1024-32767")
 }
 
+/// A child process stopped when dropped: with its whole process group when it leads one.
+struct Stopped {
+    child: Child,
+    group: bool,
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if !self.group {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            return;
+        }
+        // SIGTERM to the group (zabbix_server stops its processes and exits), SIGKILL to
+        // what is left after 15 s.
+        let pgid = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &pgid]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &pgid])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
 /// A private Zabbix: its database, its server, and its frontend's API.
 struct Zabbix {
-    server: Child,
-    frontend: Child,
+    // Stopped in this order when dropped: the server and the frontend before the database.
+    server: Stopped,
+    _frontend: Stopped,
     log: PathBuf,
+    /// The SNMP trapper's file.
+    traps: PathBuf,
     url: String,
     auth: Option<String>,
     // Dropped last: the server and the frontend hold connections to it.
@@ -157,18 +189,21 @@ impl Zabbix {
             ),
         )
         .unwrap();
-        let server = Command::new("/usr/sbin/zabbix_server")
-            .arg("-c")
-            .arg(&conf)
-            .arg("-f")
-            // Its own process group: the server forks a process per poller, and Drop stops
-            // them all.
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(dir.join("zabbix_server.out")).unwrap())
-            .stderr(std::fs::File::create(dir.join("zabbix_server.err")).unwrap())
-            .spawn()
-            .expect("start zabbix_server");
+        let server = Stopped {
+            child: Command::new("/usr/sbin/zabbix_server")
+                .arg("-c")
+                .arg(&conf)
+                .arg("-f")
+                // Its own process group: the server forks a process per poller, and Drop stops
+                // them all.
+                .process_group(0)
+                .stdin(Stdio::null())
+                .stdout(std::fs::File::create(dir.join("zabbix_server.out")).unwrap())
+                .stderr(std::fs::File::create(dir.join("zabbix_server.err")).unwrap())
+                .spawn()
+                .expect("start zabbix_server"),
+            group: true,
+        };
 
         // The frontend: a copy whose configuration file is the test's.
         let ui = dir.join("ui");
@@ -204,24 +239,28 @@ impl Zabbix {
         )
         .unwrap();
         let port = free_port();
-        let frontend = Command::new("php")
-            .arg("-S")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("-t")
-            .arg(&ui)
-            .arg("-d")
-            .arg(format!("mysqli.default_socket={}", db.socket.display()))
-            .args(["-d", "date.timezone=UTC", "-d", "memory_limit=512M"])
-            .args(["-d", "post_max_size=16M", "-d", "max_execution_time=300"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("php.log")).unwrap())
-            .spawn()
-            .expect("start php -S");
+        let frontend = Stopped {
+            child: Command::new("php")
+                .arg("-S")
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("-t")
+                .arg(&ui)
+                .arg("-d")
+                .arg(format!("mysqli.default_socket={}", db.socket.display()))
+                .args(["-d", "date.timezone=UTC", "-d", "memory_limit=512M"])
+                .args(["-d", "post_max_size=16M", "-d", "max_execution_time=300"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.join("php.log")).unwrap())
+                .spawn()
+                .expect("start php -S"),
+            group: false,
+        };
         let mut z = Zabbix {
             server,
-            frontend,
+            _frontend: frontend,
             log,
+            traps: traps.to_path_buf(),
             url: format!("http://127.0.0.1:{port}/api_jsonrpc.php"),
             auth: None,
             _db: db,
@@ -292,8 +331,10 @@ impl Zabbix {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         let stderr = std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default();
+        let traps = std::fs::read_to_string(&self.traps).unwrap_or_default();
         format!(
-            "zabbix_server's stderr:\n{stderr}\nzabbix_server.log, last lines:\n{}",
+            "zabbix_server's stderr:\n{stderr}\nzabbix_server.log, last lines:\n{}\n\
+             the SNMP trapper's file:\n{traps}",
             lines[lines.len().saturating_sub(40)..].join("\n")
         )
     }
@@ -306,7 +347,7 @@ impl Zabbix {
             if let Some(t) = found(self) {
                 return t;
             }
-            if let Ok(Some(status)) = self.server.try_wait() {
+            if let Ok(Some(status)) = self.server.child.try_wait() {
                 panic!(
                     "zabbix_server exited ({status}) {what}\n{}",
                     self.log_tail()
@@ -360,25 +401,6 @@ impl Zabbix {
         .iter()
         .map(|e| e["name"].as_str().unwrap().to_string())
         .collect()
-    }
-}
-
-impl Drop for Zabbix {
-    fn drop(&mut self) {
-        // SIGTERM to the server's group: it stops its processes and exits.
-        let pgid = format!("-{}", self.server.id());
-        let _ = Command::new("kill").args(["-TERM", "--", &pgid]).status();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline && matches!(self.server.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &pgid])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.server.wait();
-        let _ = self.frontend.kill();
-        let _ = self.frontend.wait();
     }
 }
 
@@ -769,7 +791,7 @@ fn zabbix_discovers_polls_and_alarms_on_memstat_mib() {
         (mbuf, "failures", 0),
     ] {
         let key = format!("memstat.type.{key}[{index}]");
-        assert_rate_is_whole_steps(&zabbix, &items[&key].id, &key, per_step);
+        assert_rate_is_whole_steps(&zabbix, &items[&key].id, &key, per_step, step);
     }
 
     // Triggers: nearfull's failures and limit, and nothing for the mbuf zones.
@@ -789,19 +811,41 @@ fn zabbix_discovers_polls_and_alarms_on_memstat_mib() {
     }
 
     // The daemon's memTypeAllocFailure for nearfull reached the host's trap item.
-    let trap_item = r#"snmptrap["1\.3\.6\.1\.4\.1\.32473\.1\.|MEMSTAT-MIB::"]"#;
     let alloc_failure = ".1.3.6.1.6.3.1.1.4.1.0 .1.3.6.1.4.1.32473.1.0.1";
     let nearfull_name = format!("{TYPE_ENTRY}.2.{nearfull} \"nearfull\"");
     let trap = zabbix.wait_for("memTypeAllocFailure in the trap item", |z| {
-        let item = z.items(&hostid).remove(trap_item)?;
-        let text = item.last?;
+        let items = z.items(&hostid);
+        let (_, item) = items.iter().find(|(k, _)| k.starts_with("snmptrap["))?;
+        let text = item.last.clone()?;
         (text.contains(alloc_failure) && text.contains(&nearfull_name)).then_some(text)
     });
     // With the row's failure counter, as the daemon sent it.
     let failures = format!("{TYPE_ENTRY}.17.{nearfull} ");
     assert!(trap.contains(&failures), "no {failures} in {trap}");
 
-    // The stale source: the fixture becomes unreadable, memSourceStatus goes to stale(2), and
+    // With {$MEMSTAT.TYPE.BYTES.MATCHES} set to ".*" on the host, every row is discovered,
+    // the small one too, its counters stored as rates.
+    zabbix.api(
+        "usermacro.create",
+        json!({"hostid": hostid, "macro": "{$MEMSTAT.TYPE.BYTES.MATCHES}", "value": ".*"}),
+    );
+    let every: BTreeSet<u32> = rows.keys().copied().collect();
+    let items = zabbix.wait_for("every row discovered with the filter opened", |z| {
+        let items = z.items(&hostid);
+        let failures = items.get(&format!("memstat.type.failures[{tiny}]"))?;
+        (indexes(&items, "memstat.type.inuse.bytes") == every && failures.last.is_some())
+            .then_some(items)
+    });
+    assert_eq!(
+        items[&format!("memstat.type.failures[{tiny}]")]
+            .last
+            .as_deref(),
+        Some("0"),
+        "tiny's failures never rose"
+    );
+
+    // The stale source: the fixture becomes unparseable (file permissions would not stop a
+    // test run as root), memSourceStatus goes to stale(2), and
     // the trigger fires.
     std::fs::write(&fix, "this is not a snapshot").unwrap();
     let stale = "MEMSTAT: the memory statistics are not fresh (source stale (2))";
@@ -871,10 +915,17 @@ fn zabbix_discovers_polls_and_alarms_on_memstat_mib() {
 }
 
 /// Each stored rate of `key`, times the time since the value before it, is a whole number of
-/// the counter's steps (`per_step` each); at least one is not zero unless `per_step` is.
+/// the counter's steps (`per_step` each), and all of them add up to at least one step (unless
+/// `per_step` is 0) and at most the `written` steps of the fixture.
 /// Zabbix stores a rate at each poll after the first, at the poll's time, so the interval of
 /// each rate is the time between two stored rates.
-fn assert_rate_is_whole_steps(zabbix: &Zabbix, itemid: &str, key: &str, per_step: u64) {
+fn assert_rate_is_whole_steps(
+    zabbix: &Zabbix,
+    itemid: &str,
+    key: &str,
+    per_step: u64,
+    written: u64,
+) {
     let history = zabbix.api(
         "history.get",
         json!({"history": 0, "itemids": [itemid], "sortfield": "clock", "sortorder": "ASC",
@@ -911,8 +962,8 @@ fn assert_rate_is_whole_steps(zabbix: &Zabbix, itemid: &str, key: &str, per_step
         steps += whole;
     }
     assert!(
-        per_step == 0 || steps >= 1.0,
-        "{key}: no increase seen: {history}"
+        per_step == 0 || (1.0..=written as f64).contains(&steps),
+        "{key}: the rates add up to {steps} steps of {per_step}, of {written} written: {history}"
     );
 }
 
@@ -1062,9 +1113,17 @@ fn zabbix_template_reads_each_object_as_memstat_mib_defines_it() {
                 .unwrap()
                 .strip_suffix(']')
                 .unwrap();
+            // Each macro is the column its filter and names take it for.
             for pair in inner.split(',').collect::<Vec<_>>().chunks(2) {
                 let (name, _) = object_and_syntax(pair[1]);
-                assert!(name.starts_with("memType"), "{}: {name}", pair[0]);
+                let column = match pair[0] {
+                    "{#MEMNAME}" => "memTypeName",
+                    "{#MEMALLOC}" => "memTypeAllocator",
+                    "{#MEMBYTES}" => "memTypeInUseBytes",
+                    "{#MEMLIMIT}" => "memTypeCountLimit",
+                    other => panic!("{other}: a macro this test does not know"),
+                };
+                assert_eq!(name, column, "{}", pair[0]);
             }
         }
     }
@@ -1117,12 +1176,14 @@ fn traphandle(input: &str, file: &Path) -> std::process::Output {
 fn memstat_zabbix_traps_writes_a_record_zabbix_reads_per_notification() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snmptraps.log");
-    // Two notifications, the second without a newline after its last varbind.
+    // Two notifications, the second without a newline after its last varbind and with a
+    // value that says ZBXTRAP, which must not start a record of its own.
     let first = "host.example\nUDP: [192.0.2.7]:1024->[192.0.2.1]:162\n\
                  .1.3.6.1.6.3.1.1.4.1.0 .1.3.6.1.4.1.32473.1.0.1\n";
-    let second =
-        "UDP: [2001:db8::5]:1024->[2001:db8::1]:162\nUDP: [2001:db8::5]:1024->[2001:db8::1]:162\n\
-                  .1.3.6.1.6.3.1.1.4.1.0 .1.3.6.1.4.1.32473.1.0.4";
+    let second = "UDP: [2001:db8::5]:1024->[2001:db8::1]:162\n\
+                  UDP: [2001:db8::5]:1024->[2001:db8::1]:162\n\
+                  .1.3.6.1.6.3.1.1.4.1.0 .1.3.6.1.4.1.32473.1.0.4\n\
+                  .1.3.6.1.4.1.32473.1.1.1.9.0 \"/x ZBXTRAP 10.0.0.1\"";
     for input in [first, second] {
         let out = traphandle(input, &file);
         assert!(
@@ -1132,13 +1193,17 @@ fn memstat_zabbix_traps_writes_a_record_zabbix_reads_per_notification() {
         );
     }
     let text = std::fs::read_to_string(&file).unwrap();
-    let records: Vec<&str> = text.split_inclusive('\n').collect();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
     // A record: the time, ZBXTRAP and the sender's address; then snmptrapd's lines, whole.
-    assert_eq!(records.len(), 8, "{text}");
-    assert!(records[0].ends_with(" ZBXTRAP 192.0.2.7\n"), "{text}");
-    assert_eq!(records[1..4].concat(), first);
-    assert!(records[4].ends_with(" ZBXTRAP 2001:db8::5\n"), "{text}");
-    assert_eq!(records[5..8].concat(), format!("{second}\n"));
+    assert_eq!(lines.len(), 9, "{text}");
+    assert!(lines[0].ends_with(" ZBXTRAP 192.0.2.7\n"), "{text}");
+    assert_eq!(lines[1..4].concat(), first);
+    assert!(lines[4].ends_with(" ZBXTRAP 2001:db8::5\n"), "{text}");
+    assert_eq!(
+        lines[5..9].concat(),
+        format!("{}\n", second.replace("ZBXTRAP", "ZBX_TRAP"))
+    );
+    assert_eq!(text.matches("ZBXTRAP").count(), 2, "{text}");
 
     // A transport without an address in brackets: an error naming it, and nothing written.
     let out = traphandle("host\n<UNKNOWN>\n.1.3.6.1.6.3.1.1.4.1.0 .1.3\n", &file);
