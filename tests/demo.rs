@@ -3,10 +3,108 @@
 //! fixture, each row checked against the file read before and after the demo), then the 10
 //! memory types with the most bytes in use (checked against the fixture itself), then every
 //! cell of the biggest one, then the allocator table and the sources, within 50 lines of 100
-//! columns.
+//! columns. And the demo fails loudly: it refuses what it cannot serve, takes a relative
+//! fixture path from where it is run, and when the subagent does not register it prints the
+//! subagent's log and exits 1.
 mod common;
 
-use std::process::Command;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
+
+const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo");
+
+/// The demo with `args`, run from `cwd`, with `bin` as the daemon.
+fn demo(args: &[&str], cwd: &std::path::Path, bin: &str) -> Output {
+    Command::new(DEMO)
+        .args(args)
+        .current_dir(cwd)
+        .env("MEMSTAT_AGENTX_BIN", bin)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn demo_refuses_what_it_cannot_serve_and_says_why() {
+    let here = std::env::temp_dir();
+    let out = demo(&["--help"], &here, common::bin());
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("usage: scripts/demo [SOURCE]"));
+    for (args, why) in [
+        (&["bogus"][..], "demo: unknown SOURCE \"bogus\""),
+        (&["auto", "linux"][..], "demo: one SOURCE at most, got 2"),
+        (
+            &["fixture:no-such-dump.json"][..],
+            "demo: fixture source: cannot read ",
+        ),
+    ] {
+        let out = demo(args, &here, common::bin());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} printed a table");
+    }
+    // The unreadable path is named as the demo resolved it: from where it was run.
+    let out = demo(&["fixture:no-such-dump.json"], &here, common::bin());
+    let expected = here.join("no-such-dump.json");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&expected.display().to_string()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn demo_takes_a_relative_fixture_path_from_where_it_is_run() {
+    common::require_tool("/usr/sbin/snmpd");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(FIXTURE, dir.path().join("mydump.json")).unwrap();
+    let out = demo(&["fixture:mydump.json"], dir.path(), common::bin());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, biggest) = &fixture_by_bytes()[0];
+    assert!(
+        text.contains(biggest.as_str()),
+        "{biggest} not served:\n{text}"
+    );
+    assert!(
+        text.contains("mydump.json"),
+        "the source is not named:\n{text}"
+    );
+}
+
+#[test]
+fn demo_prints_the_subagents_log_and_fails_when_it_does_not_register() {
+    common::require_tool("/usr/sbin/snmpd");
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken-agent");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\necho 'memstat-agentx: cannot start: a reason of its own' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = demo(
+        &[&format!("fixture:{FIXTURE}")],
+        dir.path(),
+        broken.to_str().unwrap(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("memstat-agentx exited (status 3) before registering; its log:")
+            && err.contains("a reason of its own"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo-fixture.json");
 

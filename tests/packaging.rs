@@ -409,3 +409,70 @@ fn debian_metadata_agrees_with_cargo_toml() {
         description.len()
     );
 }
+
+/// Every place that tells a user how to open snmpd's AgentX socket to the daemon's group gives
+/// the same `agentXPerms` (the directory mode 0755: with 0750 the group of snmpd's directory,
+/// not the daemon's, decides), as contrib/snmpd/snmpd.conf.memstat, the snippet the packages
+/// install, does.
+#[test]
+fn every_document_gives_the_same_agentxperms() {
+    let shipped = read(&Path::new(ROOT).join("contrib/snmpd/snmpd.conf.memstat"));
+    let line = shipped
+        .lines()
+        .find(|l| l.starts_with("agentXPerms "))
+        .expect("the snippet has no agentXPerms line");
+    let want: Vec<&str> = line.split_whitespace().skip(1).take(4).collect();
+    assert_eq!(want, ["0660", "0755", "root", "memstat"], "{line}");
+    let mut seen = 0;
+    for doc in [
+        "README.md",
+        "man/memstat-agentx.8",
+        "contrib/systemd/memstat-agentx.service",
+        "contrib/freebsd/sysutils/memstat-agentx/pkg-message",
+        "config/memstat-agentx.toml",
+        "contrib/snmpd/snmpd.conf.memstat",
+    ] {
+        let text = read(&Path::new(ROOT).join(doc));
+        for (n, l) in text.lines().enumerate() {
+            let Some(at) = l.find("agentXPerms 0") else {
+                continue;
+            };
+            let given: Vec<&str> = l[at..]
+                .split(|c: char| c.is_whitespace() || c == ';' || c == ')')
+                .filter(|w| !w.is_empty())
+                .skip(1)
+                .take(4)
+                .collect();
+            assert_eq!(given, want, "{doc}:{}: {l}", n + 1);
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "agentXPerms lines found: {seen}");
+}
+
+/// LICENSE is the licence Cargo.toml names and debian/copyright states, word for word.
+#[test]
+fn license_file_is_the_licence_cargo_toml_and_debian_copyright_give() {
+    let license = read(&Path::new(ROOT).join("LICENSE"));
+    assert!(license.starts_with("BSD 2-Clause License\n"), "{license}");
+    let cargo = read(&Path::new(ROOT).join("Cargo.toml"));
+    assert!(cargo.contains("\nlicense = \"BSD-2-Clause\"\n"));
+    let copyright = read(&Path::new(ROOT).join("debian/copyright"));
+    let stated: String = copyright
+        .split("License: BSD-2-Clause\n")
+        .nth(1)
+        .expect("debian/copyright states no BSD-2-Clause licence")
+        .lines()
+        .take_while(|l| l.starts_with(' '))
+        .map(|l| match &l[1..] {
+            "." => "",
+            text => text,
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words(&license).ends_with(&words(&stated)),
+        "LICENSE and debian/copyright differ"
+    );
+}
