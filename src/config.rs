@@ -215,7 +215,7 @@ impl Origin {
     }
 
     /// An error about the value of `key` from here (`None`: about the file as a whole).
-    fn error(&self, key: Option<&str>, message: String) -> ConfigError {
+    pub(crate) fn error(&self, key: Option<&str>, message: String) -> ConfigError {
         let (origin, key) = (self.clone(), key.map(String::from));
         ConfigError {
             origin,
@@ -308,6 +308,11 @@ impl RawSettings {
         let [a, b] = keys.map(|k| (self.values.get(k).map_or(&Origin::Default, |v| &v.1), k));
         let (origin, key) = if b.0 > a.0 { b } else { a };
         origin.error(Some(key), why)
+    }
+
+    /// Where `key` was set: a file's line or the command line; `None` for its default.
+    pub(crate) fn set_at(&self, key: &str) -> Option<&Origin> {
+        self.values.get(key).map(|(_, origin)| origin)
     }
 
     /// A setting's value, the one given or its default, with where it came from.

@@ -523,3 +523,78 @@ fn check_config_says_what_auto_reads_here() {
         assert!(line.contains(name), "{line}");
     }
 }
+
+#[cfg(target_os = "linux")]
+/// run's start-up line names the sources it opened, as memSourceName does: `meminfo` with
+/// the file it reads, `auto` as what it resolved to here, not the setting as written.
+#[test]
+fn run_says_which_sources_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("f.json");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo-fixture.json"),
+        &fixture,
+    )
+    .unwrap();
+    let args: Vec<String> = [
+        "--config",
+        "/dev/null",
+        "--source",
+        &format!("fixture:{},meminfo", fixture.display()),
+        "--state-dir",
+        &dir.path().join("state").display().to_string(),
+        "--agentx-socket",
+        &dir.path().join("no-master").display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let verdict = run(&args, dir.path());
+    assert!(verdict.ok, "{}", verdict.text);
+    let want = format!(
+        " serving fixture:{},meminfo:/proc/meminfo to unix:",
+        fixture.display()
+    );
+    assert!(
+        verdict.text.contains(&want),
+        "no {want:?} in {}",
+        verdict.text
+    );
+}
+
+/// `run --help` and `check-config --help` give each setting's default, from the one
+/// definition, and the configuration file read when `--config` is not given.
+#[test]
+fn help_gives_each_default_and_the_configuration_path() {
+    use memstat_agentx::config::{Rule, DEFAULT_CONFIG_PATH, SETTINGS};
+    for command in ["run", "check-config"] {
+        let text = help(command);
+        let line = |flag: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(&format!("{flag} ")) || l.trim() == flag)
+                .unwrap_or_else(|| panic!("{command} --help has no {flag}:\n{text}"))
+                .to_string()
+        };
+        assert!(
+            line("--config <FILE>").contains(&format!("default: {DEFAULT_CONFIG_PATH}")),
+            "{text}"
+        );
+        for s in SETTINGS {
+            match (s.rule, s.default) {
+                (Rule::Switch, Some(d)) => {
+                    let (on, off) = (
+                        line(&format!("--{}", s.key)),
+                        line(&format!("--no-{}", s.key)),
+                    );
+                    assert_eq!(on.ends_with("[default]"), d == "true", "{on}");
+                    assert_eq!(off.ends_with("[default]"), d == "false", "{off}");
+                }
+                (_, Some(d)) => {
+                    let l = line(&format!("--{}", s.key));
+                    assert!(l.ends_with(&format!("[default: {d}]")), "{command}: {l}");
+                }
+                (_, None) => assert!(!line(&format!("--{}", s.key)).contains("[default")),
+            }
+        }
+    }
+}

@@ -614,3 +614,28 @@ fn deadline_needs_root_a_reload_hung_on_the_user_database_holds_up_nothing() {
         .expect("still running 1 s after SIGTERM");
     assert!(status.success(), "{status}");
 }
+
+/// A daemon whose user may not open the master's socket (snmpd's default agentXPerms: the
+/// socket is root's alone) says what to set in snmpd.conf, not only "Permission denied".
+#[test]
+#[ignore = "needs root: scripts/test runs it as root"]
+fn needs_root_a_socket_the_user_may_not_open_names_agentxperms() {
+    assert!(memstat_agentx::privdrop::is_root(), "needs root");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fixture = dir.path().join("fixture.json");
+    write_fixture(&fixture, sample_types());
+    let snmpd = Snmpd::start_with_perms(dir.path(), Transport::Unix, "0600 0700");
+    let state = dir.path().join("state").display().to_string();
+    let src = format!("fixture:{}", fixture.display());
+    let daemon = Daemon::spawn(
+        &snmpd,
+        &["--source", &src, "--user", "nobody", "--state-dir", &state],
+    );
+    daemon.wait_log("Permission denied", 1);
+    let log = daemon.log_text();
+    assert!(
+        log.contains("(this user may not open the socket or its directory: give snmpd.conf `agentXPerms 0660 0755 root GROUP` with this user in GROUP"),
+        "{log}"
+    );
+}

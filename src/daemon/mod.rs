@@ -20,6 +20,7 @@ use crate::agentx::session::{
 use crate::alarm::Alarm;
 use crate::doorbell::{Doorbell, ALARM, CONTROL};
 use crate::logging::RateLimited;
+use crate::master_addr::MasterAddr;
 use crate::memstat::{SourceError, SourceRead};
 use crate::mib::{notification_varbinds, NotificationType, MEMSTAT_MIB_ROOT};
 use crate::reader::SourceReader;
@@ -302,8 +303,9 @@ impl Daemon {
                         n => format!(" ({n} similar failures not logged)"),
                     };
                     tracing::warn!(
-                        "cannot reach the AgentX master at {}: {why}{more}; retrying",
-                        self.cfg.master
+                        "cannot reach the AgentX master at {}: {why}{}{more}; retrying",
+                        self.cfg.master,
+                        socket_hint(&why, &self.cfg.master)
                     );
                 }
                 Ok(Some(Link::Down {
@@ -671,6 +673,21 @@ impl Daemon {
             })
         });
         self.agent.read_finished(read, Instant::now());
+    }
+}
+
+/// What to do about a master's socket this user may not open: net-snmp makes it, and its
+/// directory, reachable by snmpd's user alone unless `agentXPerms` says otherwise.
+fn socket_hint(why: &SessionError, master: &MasterAddr) -> &'static str {
+    match (why, master) {
+        (SessionError::Connect(e), MasterAddr::Unix(_))
+            if e.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            " (this user may not open the socket or its directory: give snmpd.conf \
+             `agentXPerms 0660 0755 root GROUP` with this user in GROUP, as memstat-agentx(8) \
+             says)"
+        }
+        _ => "",
     }
 }
 

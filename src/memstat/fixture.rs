@@ -102,11 +102,18 @@ fn json_error(e: serde_json::Error, what: &str) -> SourceError {
             message: e.to_string(),
         };
     }
+    // serde_json's message ends with the position, which `location` already gives.
+    let location = format!("line {} column {}", e.line(), e.column());
+    let text = e.to_string();
+    let message = text
+        .strip_suffix(&format!(" at {location}"))
+        .unwrap_or(&text)
+        .to_string();
     SourceError::Malformed {
         what: what.into(),
-        location: format!("line {} column {}", e.line(), e.column()),
+        location,
         field: String::new(),
-        message: e.to_string(),
+        message,
     }
 }
 
@@ -125,6 +132,17 @@ mod tests {
     use super::*;
     use crate::memstat::{Allocator, MemoryType, PerCpu};
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_malformed_fixture_gives_its_position_once() {
+        let e = parse(b"not json", "f.json").unwrap_err().to_string();
+        assert_eq!(e, "f.json: line 1 column 2: expected ident");
+        let e = parse(b"{\n  \"types\": 3\n}", "f.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f.json: line 2 column "), "{e}");
+        assert_eq!(e.matches("line 2").count(), 1, "{e}");
+    }
 
     #[test]
     fn a_fixture_past_the_whole_read_is_parsed_from_what_was_read_and_the_rest() {

@@ -2,7 +2,7 @@
 //! (`config::SETTINGS`): `--config`, one option per setting, and `--no-KEY` for a switch.
 
 use super::SettingArgs;
-use crate::config::{RawSettings, Rule, SETTINGS};
+use crate::config::{RawSettings, Rule, Setting, DEFAULT_CONFIG_PATH, SETTINGS};
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches};
 use std::path::PathBuf;
 
@@ -21,30 +21,46 @@ fn negated_help(summary: &str) -> String {
     format!("Do not {first}{}", chars.as_str())
 }
 
+/// A valued setting's help, with its default as the file and `check-config` write it.
+fn with_default(s: &Setting) -> String {
+    match s.default {
+        Some(d) => format!("{} [default: {d}]", s.help),
+        None => s.help.to_string(),
+    }
+}
+
 impl Args for SettingArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         let config = Arg::new("config")
             .long("config")
             .value_name("FILE")
             .value_parser(clap::value_parser!(PathBuf))
-            .help("Configuration file (default: the conventional path, if it exists)");
+            .help(format!(
+                "Configuration file (default: {DEFAULT_CONFIG_PATH}, if it exists)"
+            ));
         SETTINGS
             .iter()
             .fold(cmd.arg(config), |cmd, s| match s.rule {
                 Rule::Switch => {
                     let no = negated(s.key);
+                    // The side that is the default says so.
+                    let on = s.default == Some("true");
+                    let mark = |is_default: bool, help: String| match is_default {
+                        true => format!("{help} [default]"),
+                        false => help,
+                    };
                     cmd.arg(
                         Arg::new(s.key)
                             .long(s.key)
                             .action(ArgAction::SetTrue)
-                            .help(s.help)
+                            .help(mark(on, s.help.to_string()))
                             .overrides_with(no),
                     )
                     .arg(
                         Arg::new(no)
                             .long(no)
                             .action(ArgAction::SetTrue)
-                            .help(negated_help(s.help))
+                            .help(mark(!on, negated_help(s.help)))
                             .overrides_with(s.key),
                     )
                 }
@@ -59,7 +75,7 @@ impl Args for SettingArgs {
                         .value_parser(clap::value_parser!(String))
                         // --max-age -1 is a value (refused by the setting), not an unknown flag.
                         .allow_negative_numbers(true)
-                        .help(s.help),
+                        .help(with_default(s)),
                 ),
             })
     }

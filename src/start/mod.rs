@@ -172,11 +172,11 @@ pub fn check_config(args: &SettingArgs, run_as: Option<&str>) -> Result<Checked,
     // ours (root may be started as root: nothing to switch).
     let euid = privdrop::effective_uid();
     let found = match &started_as {
-        Some(user) if user.uid != euid && user.uid != 0 => {
-            privdrop::in_child_as(user, || rehearse_start(&cfg).map_err(|e| e.to_string()))
-                .map_err(StartError::Rehearsal)?
-        }
-        _ => rehearse_start(&cfg)?,
+        Some(user) if user.uid != euid && user.uid != 0 => privdrop::in_child_as(user, || {
+            rehearse_start(&cfg, &raw).map_err(|e| e.to_string())
+        })
+        .map_err(StartError::Rehearsal)?,
+        _ => rehearse_start(&cfg, &raw)?,
     };
     let mut warnings: Vec<String> = found.lines().map(String::from).collect();
     if let MasterAddr::Unix(path) = &cfg.agentx_socket {
@@ -187,7 +187,18 @@ pub fn check_config(args: &SettingArgs, run_as: Option<&str>) -> Result<Checked,
             ));
         }
     }
-    let mut effective = raw.render();
+    // Which file the settings came from, under the header: a user who edited another one
+    // sees it at once.
+    let rendered = raw.render();
+    let (header, settings) = rendered.split_once('\n').unwrap_or((&rendered, ""));
+    let read = match args.config_path() {
+        Some(p) => format!("# read from {}", p.display()),
+        None => format!(
+            "# no configuration file ({DEFAULT_CONFIG_PATH} does not exist, and no --config): \
+             the defaults and the command line"
+        ),
+    };
+    let mut effective = format!("{header}\n{read}\n{settings}");
     if cfg.source == SourceChoice::Auto {
         // What auto means depends on the host: say what it is here.
         if let Ok(specs) = cfg.source.resolve() {
@@ -201,12 +212,21 @@ pub fn check_config(args: &SettingArgs, run_as: Option<&str>) -> Result<Checked,
     })
 }
 
+/// Opens the configured sources. When `source` was set in a file or on the command line, an
+/// error names where (file and line, or the option), as a wrong value of any setting does.
+fn open_sources(cfg: &Config, raw: &RawSettings) -> Result<Sources, StartError> {
+    Sources::open(&cfg.source).map_err(|e| match raw.set_at("source") {
+        Some(origin) => StartError::Config(origin.error(Some("source"), e.to_string())),
+        None => StartError::Source(e),
+    })
+}
+
 /// As the starting user, what run does before it switches: connect to syslog and open the
 /// source (an error is run's error). Then, as the user run switches to, what it does after:
 /// read the source once and look at the state directory. Returns the warnings, a line each.
-fn rehearse_start(cfg: &Config) -> Result<String, StartError> {
+fn rehearse_start(cfg: &Config, raw: &RawSettings) -> Result<String, StartError> {
     logging::check_target(cfg.log_target).map_err(StartError::Logging)?;
-    let mut source = Sources::open(&cfg.source)?;
+    let mut source = open_sources(cfg, raw)?;
     // Root with a user first gives the directory to that user: only its mode can be wrong,
     // and its files are read here, as they will be the user's.
     let given_away = cfg.user.is_some() && privdrop::is_root();
@@ -332,13 +352,16 @@ pub fn run(mut args: SettingArgs) -> Result<(), StartError> {
     // The file is chosen once: if the default file later vanishes, a reload is refused
     // rather than falling back to the defaults.
     args.config = args.config_path();
-    let (cfg, _) = args.load()?;
+    let (cfg, raw) = args.load()?;
     logging::init(cfg.log_target, cfg.log_level).map_err(StartError::Logging)?;
     let (session_cfg, agent_settings) = daemon_settings(&cfg);
 
     // Privileged steps first: the Linux source is root-only, so it is opened (and kept
     // open) before dropping to the configured user. The state directory is made ours.
-    let source = Sources::open(&cfg.source)?;
+    let source = open_sources(&cfg, &raw)?;
+    // What the start-up line names: the sources as opened (`auto` resolved), as
+    // memSourceName shows them.
+    let serving = source.name();
     if let Some(user) = &cfg.user {
         // A directory that cannot be made the user's is not fatal: open_state below then
         // finds it unusable and the daemon serves without persisting, as check-config says.
@@ -391,7 +414,7 @@ pub fn run(mut args: SettingArgs) -> Result<(), StartError> {
         tracing::info!(
             "memstat-agentx {} serving {} to {}",
             env!("CARGO_PKG_VERSION"),
-            cfg.source,
+            serving,
             cfg.agentx_socket
         );
         let (signals_tx, signals_rx) = tokio::sync::mpsc::channel(4);

@@ -115,6 +115,82 @@ fn check_config_prints_the_settings_and_warns_of_what_run_tolerates() {
 }
 
 #[test]
+fn check_config_says_which_file_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = settings_file(dir.path(), "");
+    let checked = check_config(&args, None).expect("run would start");
+    let file = args.config.as_ref().unwrap();
+    let mut lines = checked.effective.lines();
+    assert_eq!(
+        lines.next(),
+        Some("# memstat-agentx: effective configuration")
+    );
+    assert_eq!(
+        lines.next(),
+        Some(format!("# read from {}", file.display()).as_str())
+    );
+    // Without --config, and without the default file, it says it read none.
+    let args = SettingArgs {
+        config: None,
+        raw: args.load().unwrap().1,
+    };
+    if args.config_path().is_none() {
+        let checked = check_config(&args, None).expect("run would start");
+        assert!(
+            checked
+                .effective
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with(&format!(
+                    "# no configuration file ({DEFAULT_CONFIG_PATH} does not exist"
+                )),
+            "{}",
+            checked.effective
+        );
+    }
+}
+
+/// A source that cannot be opened is blamed on where `source` was set, as any other wrong
+/// value is: the file and line, or the option.
+#[test]
+fn a_source_that_cannot_be_opened_names_where_it_was_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = settings_file(dir.path(), "");
+    let file = args.config.clone().unwrap();
+    std::fs::write(
+        &file,
+        format!(
+            "state-dir = \"{}\"\nsource = \"linux:/nonexistent/slabinfo\"\n",
+            dir.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let e = check_config(&args, None).expect_err("the source cannot be opened");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "{}:2: key `source`: /nonexistent/slabinfo",
+            file.display()
+        )),
+        "{text}"
+    );
+    let mut raw = RawSettings::default();
+    raw.set_arg("source", "linux:/nonexistent/slabinfo".into());
+    let args = SettingArgs {
+        config: Some(PathBuf::from("/dev/null")),
+        raw,
+    };
+    let text = check_config(&args, None)
+        .expect_err("cannot be opened")
+        .to_string();
+    assert!(
+        text.starts_with("command line: option `--source`: /nonexistent/slabinfo"),
+        "{text}"
+    );
+}
+
+#[test]
 fn check_config_refuses_what_run_refuses() {
     let dir = tempfile::tempdir().unwrap();
     let args = settings_file(dir.path(), "max-age = -1\n");
