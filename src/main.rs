@@ -3,8 +3,8 @@
 //! the command line and calls the library (`start`, `report`), which does the work.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use memstat_agentx::memstat::{source, Snapshot, SourceChoice, Sources};
-use memstat_agentx::report::{self, Format};
+use memstat_agentx::memstat::{source, Sizes, Snapshot, SourceChoice, Sources};
+use memstat_agentx::report::{self, Format, SortKey, TableOptions};
 use memstat_agentx::start::{self, SettingArgs};
 use memstat_agentx::top;
 use memstat_agentx::vmstat::{self, Release};
@@ -37,7 +37,7 @@ enum Command {
     #[command(after_help = source::help_text())]
     Run(SettingArgs),
     /// Print one snapshot of the allocator statistics.
-    #[command(after_help = source::help_text())]
+    #[command(after_help = source::help_text(), disable_help_flag = true)]
     Dump {
         /// auto, or sources separated by commas (see Sources below)
         #[arg(long, default_value = "auto")]
@@ -49,9 +49,23 @@ enum Command {
         #[arg(long, value_name = "RELEASE", value_parser = parse_release)]
         vmstat_release: Option<Release>,
         /// Show the N allocation call sites holding the most bytes (default: 20 in the
-        /// table, every site in JSON)
+        /// table, every site in JSON) and, in the table, the first N types of each allocator
+        /// (by --sort, else the most bytes in use)
         #[arg(long, value_name = "N")]
         top: Option<usize>,
+        /// In the table, each allocator's types in this order, largest first (default: the
+        /// kernel's)
+        #[arg(long, value_enum, value_name = "KEY")]
+        sort: Option<SortKey>,
+        /// In the table, only the types whose name contains TEXT
+        #[arg(long, value_name = "TEXT")]
+        name: Option<String>,
+        /// In the table, sizes in bytes as K, M, G (powers of 1024), as ls -h prints them
+        #[arg(short = 'h', long)]
+        human: bool,
+        /// Print help
+        #[arg(long, action = clap::ArgAction::Help)]
+        help: Option<bool>,
     },
     /// Show the memory types with their rates, live: runs memstat-top, installed beside this
     /// program, with the same arguments (memstat-top --help lists them).
@@ -80,6 +94,10 @@ fn main() -> ExitCode {
             format,
             vmstat_release,
             top,
+            sort,
+            name,
+            human,
+            help: _,
         } => {
             let conflict = |message: &str| -> ! {
                 use clap::CommandFactory;
@@ -88,7 +106,19 @@ fn main() -> ExitCode {
                     .exit()
             };
             let format = match (format, vmstat_release) {
-                (FormatArg::Table, None) => Format::Table { top },
+                (FormatArg::Table, None) => Format::Table(TableOptions {
+                    top,
+                    sort,
+                    name,
+                    sizes: match human {
+                        true => Sizes::Human,
+                        false => Sizes::Bytes,
+                    },
+                }),
+                (_, _) if sort.is_some() || name.is_some() || human => conflict(
+                    "--sort, --name and -h choose what the table shows; \
+                     --format json and vmstat print every type, exactly",
+                ),
                 (FormatArg::Json, None) => Format::Json { top },
                 (FormatArg::Vmstat, _) if top.is_some() => conflict(
                     "--top chooses the call sites of --format table or json; \

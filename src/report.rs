@@ -6,19 +6,18 @@
 //! the snapshot has and kernel order. An absent figure is printed as `-`, never as 0.
 
 use crate::memstat::allocinfo::Site;
+use crate::memstat::display::bytes;
 use crate::memstat::display::{escape_controls, opt};
 use crate::memstat::source::{FigureGroup, FigureObject, KernelKind, Role, SOURCES};
-use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Snapshot};
+use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Sizes, Snapshot};
 use crate::vmstat::{self, Release, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
 use std::fmt::Write as _;
 
 /// Output formats of `dump`. `top` is how many allocation call sites to show, by bytes (the
 /// table shows [`DEFAULT_TOP_SITES`] when it is not given, JSON every site).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Format {
-    Table {
-        top: Option<usize>,
-    },
+    Table(TableOptions),
     Json {
         top: Option<usize>,
     },
@@ -28,6 +27,55 @@ pub enum Format {
 
 /// The call sites the table shows when `--top` is not given: a screenful.
 pub const DEFAULT_TOP_SITES: usize = 20;
+
+/// What the table shows of the memory types, and how.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// The call sites shown, and the types shown of each allocator (the first by `sort`, by
+    /// default the most bytes in use). `None`: [`DEFAULT_TOP_SITES`] sites and every type.
+    pub top: Option<usize>,
+    /// The order of each allocator's types; `None`: the kernel's (unless `top` is given).
+    pub sort: Option<SortKey>,
+    /// Only the types whose name contains this text.
+    pub name: Option<String>,
+    pub sizes: Sizes,
+}
+
+/// The orders of `dump --sort`: the figures largest first (an absent one last), the name
+/// alphabetically.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SortKey {
+    /// Bytes in use.
+    Bytes,
+    /// Items in use.
+    Items,
+    /// Allocations since boot.
+    Allocs,
+    /// Failed allocations since boot.
+    Failures,
+    /// The name.
+    Name,
+}
+
+impl SortKey {
+    fn figure(self, t: &MemoryType) -> Option<u64> {
+        match self {
+            SortKey::Bytes => t.in_use_bytes,
+            SortKey::Items => t.in_use_count,
+            SortKey::Allocs => t.allocs,
+            SortKey::Failures => t.failures,
+            SortKey::Name => None,
+        }
+    }
+
+    /// Orders `rows` by this key; a stable sort, so ties keep the kernel's order.
+    fn sort(self, rows: &mut [&MemoryType]) {
+        match self {
+            SortKey::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
+            key => rows.sort_by_key(|t| std::cmp::Reverse(key.figure(t))),
+        }
+    }
+}
 
 pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
     match format {
@@ -43,7 +91,7 @@ pub fn render(s: &Snapshot, format: Format) -> Result<String, VmstatError> {
             j.push('\n');
             Ok(j)
         }
-        Format::Table { top } => Ok(table(s, top.unwrap_or(DEFAULT_TOP_SITES))),
+        Format::Table(options) => Ok(table(s, &options)),
         Format::Vmstat(release) => {
             // The size masks index the running kernel's malloc zone table: read it when the
             // snapshot is the running kernel's, else use FreeBSD's (the same in 13 to 15.0).
@@ -281,10 +329,11 @@ pub fn call_sites(s: &Snapshot, top: usize) -> String {
 
 /// The table: the kernel's memory by kind, the sources' groups of figures (the ZFS ARC), the
 /// `top` allocation call sites, then one section per allocator present, in the order malloc,
-/// UMA, slab.
-pub fn table(s: &Snapshot, top: usize) -> String {
+/// UMA, slab, each with its types as `options` choose them and a line of totals.
+pub fn table(s: &Snapshot, options: &TableOptions) -> String {
+    let top_sites = options.top.unwrap_or(DEFAULT_TOP_SITES);
     let mut out = overview(s);
-    for section in [figure_groups(s), call_sites(s, top)] {
+    for section in [figure_groups(s), call_sites(s, top_sites)] {
         if section.is_empty() {
             continue;
         }
@@ -293,23 +342,81 @@ pub fn table(s: &Snapshot, top: usize) -> String {
         }
         out.push_str(&section);
     }
+    let named = |t: &&MemoryType| options.name.as_ref().is_none_or(|n| t.name.contains(n));
     for alloc in Allocator::ALL {
-        let rows: Vec<&MemoryType> = s.iter().filter(|t| t.allocator == alloc).collect();
+        let mut rows: Vec<&MemoryType> = s
+            .iter()
+            .filter(|t| t.allocator == alloc)
+            .filter(named)
+            .collect();
         if rows.is_empty() {
             continue;
         }
         if !out.is_empty() {
             out.push('\n');
         }
-        (alloc.def().dump_table)(&mut out, &rows);
+        let all = rows.len();
+        // The top N are the biggest unless another order is asked for.
+        let order = options.sort.or(options.top.map(|_| SortKey::Bytes));
+        if let Some(key) = order {
+            key.sort(&mut rows);
+        }
+        let total = Totals::of(&rows);
+        rows.truncate(options.top.unwrap_or(usize::MAX));
+        (alloc.def().dump_table)(&mut out, &rows, options.sizes);
+        total.write(&mut out, alloc, all, rows.len(), options.sizes);
     }
-    if s.iter().next().is_none() {
+    if !s.iter().any(|t| named(&t)) {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str("(no memory types)\n");
+        match &options.name {
+            Some(n) if s.iter().next().is_some() => {
+                let _ = writeln!(out, "(no memory type's name contains {n:?})");
+            }
+            _ => out.push_str("(no memory types)\n"),
+        }
     }
     out
+}
+
+/// An allocator's types added up: what memAllocatorTable serves, for the rows shown by name.
+struct Totals {
+    bytes: Option<u64>,
+    items: Option<u64>,
+}
+
+impl Totals {
+    /// The sums of the figures the rows have (saturating: levels never wrap); `None` when no
+    /// row has the figure.
+    fn of(rows: &[&MemoryType]) -> Totals {
+        let sum = |f: fn(&MemoryType) -> Option<u64>| {
+            rows.iter().filter_map(|t| f(t)).reduce(u64::saturating_add)
+        };
+        Totals {
+            bytes: sum(|t| t.in_use_bytes),
+            items: sum(|t| t.in_use_count),
+        }
+    }
+
+    /// "total: 212 uma types (10 shown), 1.2G in use, 3456789 items".
+    fn write(&self, out: &mut String, alloc: Allocator, all: usize, shown: usize, sizes: Sizes) {
+        let shown = match shown < all {
+            true => format!(" ({shown} shown)"),
+            false => String::new(),
+        };
+        let unit = match sizes {
+            Sizes::Bytes => " bytes",
+            Sizes::Human => "",
+        };
+        let _ = writeln!(
+            out,
+            "total: {all} {} types{shown}, {}{unit} in use, {} items",
+            alloc.def().name,
+            bytes(self.bytes, sizes),
+            crate::memstat::display::opt(self.items),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -329,7 +436,7 @@ mod tests {
         t.sleeps = Some(0);
         t.xdomain = Some(0);
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), vec![t]);
-        let out = table(&s, DEFAULT_TOP_SITES);
+        let out = table(&s, &TableOptions::default());
         let row = out.lines().nth(1).unwrap();
         assert_eq!(
             row,
@@ -344,7 +451,7 @@ mod tests {
             types.push(MemoryType::new(alloc, "evil\x1b[2J\x07\u{85}\\x\ttab"));
         }
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), types);
-        let out = table(&s, DEFAULT_TOP_SITES);
+        let out = table(&s, &TableOptions::default());
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
         assert_eq!(
             out.matches("evil\\x1b[2J\\x07\\x85\\\\x\\x09tab").count(),
@@ -363,7 +470,7 @@ mod tests {
         let mut t = MemoryType::new(Allocator::Slab, "dentry");
         t.size = Some(192);
         let s = Snapshot::new(0, UNIX_EPOCH, "t".into(), vec![t]);
-        let out = table(&s, DEFAULT_TOP_SITES);
+        let out = table(&s, &TableOptions::default());
         assert!(out.lines().nth(1).unwrap().contains(" - "), "{out}");
     }
 
@@ -384,7 +491,7 @@ mod tests {
         ] {
             s.figures.insert(figure.into(), kb * 1024);
         }
-        let out = table(&s, DEFAULT_TOP_SITES);
+        let out = table(&s, &TableOptions::default());
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("KERNEL MEMORY"), "{out}");
         let row = |i: usize| lines[i].split_whitespace().collect::<Vec<_>>();
@@ -428,7 +535,7 @@ mod tests {
         s.figures.insert(count.figure.into(), 0);
         assert_eq!(figure_groups(&s), "", "statistics 0: nothing printed");
         s.figures.insert(count.figure.into(), 30);
-        let out = table(&s, DEFAULT_TOP_SITES);
+        let out = table(&s, &TableOptions::default());
         let lines: Vec<&str> = out.lines().collect();
         // After the overview (whose zfsArc row is the size), before the allocators.
         assert!(lines[0].starts_with("KERNEL MEMORY"), "{out}");
@@ -477,7 +584,7 @@ mod tests {
         // An absent statistic is a dash, never 0.
         let mru = objects.iter().find(|o| o.role == Role::OtherSplit).unwrap();
         s.figures.remove(mru.figure);
-        let out = table(&s, DEFAULT_TOP_SITES);
+        let out = table(&s, &TableOptions::default());
         let line = out.lines().find(|l| l.contains(mru.name)).unwrap();
         assert_eq!(line.split_whitespace().nth(2), Some("-"), "{out}");
     }

@@ -256,3 +256,102 @@ fn the_table_shows_the_arc_against_its_target_and_limits_with_its_parts() {
     assert!(!table.contains("ARC"), "{table}");
     assert!(!table.contains("memArc"), "{table}");
 }
+
+/// A fixture of slab caches with known sizes: (name, active objects, object size).
+fn slab_fixture(dir: &std::path::Path) -> String {
+    let text = "slabinfo - version: 2.1\n\
+        # name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail>\n\
+        kmalloc-64          3000   3200     64   64    1 : tunables    0    0    0 : slabdata     50     50      0\n\
+        dentry            400000 400000    192   21    1 : tunables    0    0    0 : slabdata  19048  19048      0\n\
+        kmalloc-1k           100    128   1024   16    4 : tunables    0    0    0 : slabdata      8      8      0\n\
+        task_struct          410    435   6336    5    8 : tunables    0    0    0 : slabdata     87     87      0\n";
+    let path = dir.join("slabinfo");
+    std::fs::write(&path, text).unwrap();
+    format!("linux:{}", path.display())
+}
+
+/// The caches of a table's slab section, in its order, and its totals line.
+fn slab_rows(table: &str) -> (Vec<String>, String) {
+    let rows = table
+        .lines()
+        .skip_while(|l| !l.starts_with("NAME "))
+        .skip(1)
+        .take_while(|l| !l.starts_with("total: "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    let total = table
+        .lines()
+        .find(|l| l.starts_with("total: "))
+        .unwrap_or_else(|| panic!("no totals line:\n{table}"))
+        .to_string();
+    (rows, total)
+}
+
+#[test]
+fn the_table_sorts_picks_filters_and_adds_up_each_allocator() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = slab_fixture(dir.path());
+    // Kernel order by default, every type, and the totals: bytes are active objects times
+    // their size (3000*64 + 400000*192 + 100*1024 + 410*6336).
+    let (rows, total) = slab_rows(&stdout(&dump(&["--source", &src])));
+    assert_eq!(rows, ["kmalloc-64", "dentry", "kmalloc-1k", "task_struct"]);
+    let bytes = 3000 * 64 + 400_000 * 192 + 100 * 1024 + 410 * 6336;
+    let items = 3000 + 400_000 + 100 + 410;
+    assert_eq!(
+        total,
+        format!("total: 4 slab types, {bytes} bytes in use, {items} items")
+    );
+    // --top: the biggest by bytes in use; the totals stay those of every type.
+    let (rows, total) = slab_rows(&stdout(&dump(&["--source", &src, "--top", "2"])));
+    assert_eq!(rows, ["dentry", "task_struct"]);
+    assert!(
+        total.starts_with("total: 4 slab types (2 shown), "),
+        "{total}"
+    );
+    // --sort: by items, or by name.
+    let (rows, _) = slab_rows(&stdout(&dump(&["--source", &src, "--sort", "items"])));
+    assert_eq!(rows, ["dentry", "kmalloc-64", "task_struct", "kmalloc-1k"]);
+    let (rows, _) = slab_rows(&stdout(&dump(&["--source", &src, "--sort", "name"])));
+    assert_eq!(rows, ["dentry", "kmalloc-1k", "kmalloc-64", "task_struct"]);
+    // --name: a part of the name; the totals are those of the types shown.
+    let (rows, total) = slab_rows(&stdout(&dump(&["--source", &src, "--name", "kmalloc"])));
+    assert_eq!(rows, ["kmalloc-64", "kmalloc-1k"]);
+    let b = 3000 * 64 + 100 * 1024;
+    assert_eq!(
+        total,
+        format!("total: 2 slab types, {b} bytes in use, 3100 items")
+    );
+    let out = stdout(&dump(&["--source", &src, "--name", "nothing-like-it"]));
+    assert!(
+        out.contains("(no memory type's name contains \"nothing-like-it\")"),
+        "{out}"
+    );
+    // -h: sizes in powers of 1024; counts stay whole.
+    let out = stdout(&dump(&["--source", &src, "-h", "--name", "dentry"]));
+    let row = out.lines().find(|l| l.starts_with("dentry ")).unwrap();
+    assert_eq!(row.split_whitespace().nth(4), Some("192"), "{row}");
+    let (_, total) = slab_rows(&out);
+    assert_eq!(total, "total: 1 slab types, 73M in use, 400000 items");
+}
+
+#[test]
+fn the_table_options_are_refused_for_json_and_vmstat() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = slab_fixture(dir.path());
+    for format in ["json", "vmstat"] {
+        for option in [&["--sort", "bytes"][..], &["--name", "x"], &["-h"]] {
+            let mut args = vec!["--source", &src, "--format", format];
+            args.extend_from_slice(option);
+            let out = dump(&args);
+            assert!(!out.status.success(), "{args:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("--sort, --name and -h choose what the table shows"),
+                "{err}"
+            );
+        }
+    }
+    // --help still prints the help.
+    let out = dump(&["--help"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--sort <KEY>"));
+}

@@ -546,7 +546,7 @@ fn backslashes_print_as_they_are_and_controls_stay_escaped() {
             "{release}: {out}"
         );
     }
-    let table = render(&snapshot(types), Format::Table { top: None }).unwrap();
+    let table = render(&snapshot(types), Format::Table(Default::default())).unwrap();
     assert!(
         table.contains("a\\\\b") && table.contains("c\\\\d\\x1b[2J"),
         "{table}"

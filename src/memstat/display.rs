@@ -98,6 +98,44 @@ pub(crate) fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), |n| n.to_string())
 }
 
+/// How `dump`'s table prints a figure in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sizes {
+    /// Exactly, as vmstat and slabtop do.
+    #[default]
+    Bytes,
+    /// In powers of 1024 with a unit, as `ls -h` does: `512`, `1.5K`, `12M`, `3.0G`.
+    Human,
+}
+
+/// A figure in bytes as the tables print it (absent: `-`).
+pub(crate) fn bytes(v: Option<u64>, sizes: Sizes) -> String {
+    match (v, sizes) {
+        (Some(n), Sizes::Human) => human(n),
+        (v, _) => opt(v),
+    }
+}
+
+/// `n` bytes in the largest unit of 1024 it reaches: one decimal below 10 of it, else whole.
+pub(crate) fn human(n: u64) -> String {
+    const UNITS: [&str; 6] = ["K", "M", "G", "T", "P", "E"];
+    if n < 1024 {
+        return n.to_string();
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    // 9.96K would round to "10.0K": print such a value whole.
+    if value < 9.95 {
+        format!("{value:.1}{}", UNITS[unit])
+    } else {
+        format!("{:.0}{}", value.round(), UNITS[unit])
+    }
+}
+
 /// The name as the table shows it. Names come from the kernel or a fixture file, and a
 /// control character in one (ESC starts a terminal escape sequence) would act on the
 /// terminal that shows the table: control characters (C0, DEL and C1, all below 0x100) are
@@ -109,5 +147,30 @@ pub(crate) fn display_name(t: &MemoryType) -> String {
         name
     } else {
         format!("{name}#{}", t.ordinal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes_are_powers_of_1024_with_one_decimal_below_ten() {
+        for (n, want) in [
+            (0, "0"),
+            (1023, "1023"),
+            (1024, "1.0K"),
+            (1536, "1.5K"),
+            (10 * 1024 - 1, "10K"),
+            (10 * 1024, "10K"),
+            (1023 * 1024, "1023K"),
+            (1024 * 1024, "1.0M"),
+            (76_800_000, "73M"),
+            (u64::MAX, "16E"),
+        ] {
+            assert_eq!(human(n), want, "{n}");
+        }
+        assert_eq!(bytes(None, Sizes::Human), "-");
+        assert_eq!(bytes(Some(2048), Sizes::Bytes), "2048");
     }
 }

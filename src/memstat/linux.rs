@@ -7,7 +7,7 @@
 //! A 2.1 line reads
 //! `name active_objs num_objs objsize objperslab pagesperslab : tunables l b s : slabdata active_slabs num_slabs sharedavail`.
 
-use super::display::{display_name, opt};
+use super::display::{bytes, display_name, opt, Sizes};
 use super::kept::KeptFile;
 use super::source_def::{Fills, Opening, Os, PathRule, Reading, SourceDef};
 use super::AllocatorDef;
@@ -218,7 +218,7 @@ pub const ALLOCATOR: AllocatorDef = AllocatorDef {
 };
 
 /// slabtop-like: OBJS ACTIVE USE OBJ SIZE SLAB MEMORY NAME.
-fn dump_table(out: &mut String, rows: &[&MemoryType]) {
+fn dump_table(out: &mut String, rows: &[&MemoryType], sizes: Sizes) {
     let _ = writeln!(
         out,
         "{:<28} {:>10} {:>10} {:>10} {:>8} {:>12}",
@@ -232,8 +232,8 @@ fn dump_table(out: &mut String, rows: &[&MemoryType]) {
             opt(t.in_use_count),
             opt(t.total_count),
             opt(t.free_count),
-            opt(t.size),
-            opt(t.slab_bytes),
+            bytes(t.size, sizes),
+            bytes(t.slab_bytes, sizes),
         );
     }
 }

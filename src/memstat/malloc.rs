@@ -11,7 +11,7 @@
 //! are computed modulo 2^64 too, then clamped to zero where a lock-free read shows more freed
 //! than allocated ([`level_between`]).
 
-use super::display::{display_name, opt, pad_left, vmstat_name};
+use super::display::{bytes, display_name, opt, pad_left, vmstat_name, Sizes};
 use super::stream::{self, array_at, u64_at, Names};
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
 use super::{AllocatorDef, VmstatRelease};
@@ -126,7 +126,7 @@ pub const ALLOCATOR: AllocatorDef = AllocatorDef {
 };
 
 /// `vmstat -m`: Type InUse MemUse Requests Size mask.
-fn dump_table(out: &mut String, rows: &[&MemoryType]) {
+fn dump_table(out: &mut String, rows: &[&MemoryType], sizes: Sizes) {
     let _ = writeln!(
         out,
         "{:>16} {:>10} {:>12} {:>12}  SizeMask",
@@ -138,7 +138,7 @@ fn dump_table(out: &mut String, rows: &[&MemoryType]) {
             "{:>16} {:>10} {:>12} {:>12}  {}",
             display_name(t),
             opt(t.in_use_count),
-            opt(t.in_use_bytes),
+            bytes(t.in_use_bytes, sizes),
             opt(t.allocs),
             t.size_mask
                 .map_or_else(|| "-".into(), |m| format!("{m:#x}")),

@@ -11,6 +11,7 @@
 pub mod allocinfo;
 pub mod arcstats;
 pub(crate) mod display;
+pub use display::Sizes;
 pub(crate) mod error;
 pub mod fixture;
 pub(crate) mod kept;
@@ -53,7 +54,7 @@ pub struct AllocatorDef {
     /// Its name in fixtures, logs and the tables (the `Allocator`'s serde name).
     pub name: &'static str,
     /// Its section of `dump --format table`, in the spirit of its native tool.
-    pub dump_table: fn(&mut String, &[&MemoryType]),
+    pub dump_table: fn(&mut String, &[&MemoryType], display::Sizes),
     /// Its section of `dump --format vmstat`, where FreeBSD's vmstat prints it, given the
     /// malloc zone sizes the size masks index.
     pub vmstat_table: Option<VmstatTable>,

@@ -15,7 +15,7 @@
 //! ([`level_between`]; libmemstat wraps to a number near 2^64), and the byte limit is computed
 //! in 64 bits (libmemstat multiplies two `uint32_t`s and wraps).
 
-use super::display::{display_name, opt, pad_right, vmstat_name};
+use super::display::{bytes, display_name, opt, pad_right, vmstat_name, Sizes};
 use super::stream::{self, array_at, u32_at, u64_at, Names};
 use super::{level_between, Allocator, MemoryType, PerCpu, SourceError};
 use super::{AllocatorDef, VmstatRelease};
@@ -178,7 +178,7 @@ pub const ALLOCATOR: AllocatorDef = AllocatorDef {
 };
 
 /// `vmstat -z`: ITEM SIZE LIMIT USED FREE REQ FAIL SLEEP XDOM.
-fn dump_table(out: &mut String, rows: &[&MemoryType]) {
+fn dump_table(out: &mut String, rows: &[&MemoryType], sizes: Sizes) {
     let _ = writeln!(
         out,
         "{:<19} {:>7}  {:>7} {:>8} {:>8} {:>8} {:>4} {:>4} {:>4}",
@@ -190,7 +190,7 @@ fn dump_table(out: &mut String, rows: &[&MemoryType]) {
         let _ = writeln!(
             out,
             "{name}{:>width$},{:>7},{:>8},{:>8},{:>8},{:>4},{:>4},{:>4}",
-            opt(t.size),
+            bytes(t.size, sizes),
             opt(t.count_limit),
             opt(t.in_use_count),
             opt(t.free_count),
