@@ -83,6 +83,10 @@ enum Command {
         /// memstat_agentx_user, systemd's User=), not as the user running check-config.
         #[arg(long, value_name = "USER")]
         run_as: Option<String>,
+        /// The capability the supervisor grants the --run-as user (systemd's
+        /// AmbientCapabilities=; the shipped unit grants dac-read-search)
+        #[arg(long, value_enum, value_name = "CAP")]
+        run_as_cap: Option<start::RunAsCap>,
     },
 }
 
@@ -133,20 +137,22 @@ fn main() -> ExitCode {
             dump(&source, format)
         }
         Command::Top { args } => top(args),
-        Command::CheckConfig { settings, run_as } => {
-            match start::check_config(&settings, run_as.as_deref()) {
-                Ok(checked) => {
-                    for w in &checked.warnings {
-                        print_err(&format!("warning: {w}"));
-                    }
-                    print_out(&checked.effective)
+        Command::CheckConfig {
+            settings,
+            run_as,
+            run_as_cap,
+        } => match start::check_config(&settings, run_as.as_deref(), run_as_cap) {
+            Ok(checked) => {
+                for w in &checked.warnings {
+                    print_err(&format!("warning: {w}"));
                 }
-                Err(e) => {
-                    print_err(&e.to_string());
-                    ExitCode::FAILURE
-                }
+                print_out(&checked.effective)
             }
-        }
+            Err(e) => {
+                print_err(&e.to_string());
+                ExitCode::FAILURE
+            }
+        },
         Command::Run(args) => match start::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -205,6 +205,19 @@ pub fn drop_privileges(account: &Account) -> Result<(), String> {
     verify(account, &groups, user)
 }
 
+/// Whether the real user may create entries in `dir` (write and search it), by access(2):
+/// `check-config` asks it as the user run would run as, without creating anything.
+pub fn may_write_in(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path that lives across the call; access only reads it.
+    match unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Runs `f` in a forked child that first switches to `account` as [`drop_privileges`] does,
 /// and returns what it returned: `check-config` tries reads with the daemon's identity
 /// without giving up its own. The caller must be single-threaded (a forked child of a

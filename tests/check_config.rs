@@ -598,3 +598,113 @@ fn help_gives_each_default_and_the_configuration_path() {
         }
     }
 }
+
+/// `--run-as` rehearses the real deployment: the unit's ambient CAP_DAC_READ_SEARCH
+/// (`--run-as-cap dac-read-search`) lets its user open a root-only source; a user who may not
+/// create the state directory, or open the master's socket, is warned of it.
+#[test]
+#[ignore = "needs root: rehearses as another user (scripts/test runs it as root)"]
+fn needs_root_run_as_rehearses_the_capability_the_socket_and_the_state_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    assert!(memstat_agentx::privdrop::is_root(), "needs root");
+    let dir = tempfile::tempdir().unwrap();
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    mode(dir.path(), 0o755);
+    // A source only root may read, as /proc/slabinfo is.
+    let slabinfo = dir.path().join("slabinfo");
+    std::fs::write(
+        &slabinfo,
+        "slabinfo - version: 2.1\n# name <active_objs> <num_objs> <objsize> <objperslab> \
+         <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata \
+         <active_slabs> <num_slabs> <sharedavail>\nkmalloc-64 3000 3200 64 64 1 : tunables \
+         0 0 0 : slabdata 50 50 0\n",
+    )
+    .unwrap();
+    mode(&slabinfo, 0o600);
+    // The master's socket, root's alone (snmpd's default agentXPerms).
+    let socket = dir.path().join("master");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    mode(&socket, 0o600);
+    // A state directory under a directory only root may write.
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let state = locked.join("state").display().to_string();
+    let root_only = format!("linux:{}", slabinfo.display());
+    let check_with = |source: &str, extra: &[&str]| {
+        let out = Command::new(bin())
+            .args([
+                "check-config",
+                "--config",
+                "/dev/null",
+                "--state-dir",
+                &state,
+            ])
+            .args(["--source", source])
+            .arg("--agentx-socket")
+            .arg(&socket)
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let check = |extra: &[&str]| check_with(&root_only, extra);
+
+    // As the unit starts it (User=nobody, --user nobody) but without the capability: refused.
+    let (ok, err) = check(&["--user", "nobody", "--run-as", "nobody"]);
+    assert!(
+        !ok && err.contains(&slabinfo.display().to_string()),
+        "{err}"
+    );
+    // With it: accepted, the source opened as the capability allows.
+    let (ok, err) = check(&[
+        "--user",
+        "nobody",
+        "--run-as",
+        "nobody",
+        "--run-as-cap",
+        "dac-read-search",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        !err.contains("agentXPerms") || err.contains("root GROUP"),
+        "{err}"
+    );
+    assert!(
+        err.contains("agentXPerms 0660 0755 root GROUP"),
+        "the socket nobody may not open is not warned of: {err}"
+    );
+    // The capability belongs to the --run-as user.
+    let (ok, err) = check(&["--run-as-cap", "dac-read-search"]);
+    assert!(!ok && err.contains("give --run-as too"), "{err}");
+
+    // A world-readable source, started as nobody without --user: nobody cannot create the
+    // state directory, nor open the socket. As root, neither is a problem.
+    let fixture = dir.path().join("fixture.json");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo-fixture.json"),
+        &fixture,
+    )
+    .unwrap();
+    mode(&fixture, 0o644);
+    let source = format!("fixture:{}", fixture.display());
+    let (ok, err) = check_with(&source, &["--run-as", "nobody"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{state} does not exist, and this user cannot create it"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("agentXPerms 0660 0755 root GROUP"), "{err}");
+    let (ok, err) = check_with(&source, &[]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!("{state} does not exist: run creates it")),
+        "{err}"
+    );
+    assert!(!err.contains("agentXPerms"), "{err}");
+}

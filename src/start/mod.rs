@@ -160,18 +160,50 @@ pub struct Checked {
     pub warnings: Vec<String>,
 }
 
+/// A capability a supervisor grants the daemon as an ambient one (systemd's
+/// `AmbientCapabilities=`), which `check-config --run-as` rehearses with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunAsCap {
+    // CAP_DAC_READ_SEARCH, which the shipped unit grants: the user may open any file for
+    // reading, /proc/slabinfo included. (No doc comment: clap would print every option's
+    // help in its long form to show it.)
+    DacReadSearch,
+}
+
 /// `check-config`: run's start-up, step by step, without starting anything. What `run`
 /// refuses is an error; what it tolerates is a warning. `run_as` is the user a supervisor
-/// starts the daemon as.
-pub fn check_config(args: &SettingArgs, run_as: Option<&str>) -> Result<Checked, StartError> {
+/// starts the daemon as, and `cap` the capability it grants it.
+pub fn check_config(
+    args: &SettingArgs,
+    run_as: Option<&str>,
+    cap: Option<RunAsCap>,
+) -> Result<Checked, StartError> {
     let (cfg, raw) = args.load()?;
     let started_as = run_as
         .map(|u| privdrop::lookup_user(u).map_err(StartError::RunAs))
         .transpose()?;
+    if cap.is_some() && started_as.is_none() {
+        return Err(StartError::RunAs(
+            "--run-as-cap is a capability of the --run-as user: give --run-as too".into(),
+        ));
+    }
     // What run does as the user that starts it; a child takes that identity when it is not
     // ours (root may be started as root: nothing to switch).
     let euid = privdrop::effective_uid();
     let found = match &started_as {
+        Some(user) if user.uid != euid && user.uid != 0 && cap.is_some() => {
+            // CAP_DAC_READ_SEARCH lets the user open for reading what root may: the source is
+            // opened here, as root, and all that follows in a child as the user, as with
+            // --user (the state directory is the one the supervisor makes the user's).
+            if !privdrop::is_root() {
+                return Err(StartError::RunAs(
+                    "--run-as-cap: check-config must run as root to rehearse a capability".into(),
+                ));
+            }
+            let mut as_user = cfg.clone();
+            as_user.user = Some(user.clone());
+            rehearse_start(&as_user, &raw)?
+        }
         Some(user) if user.uid != euid && user.uid != 0 => privdrop::in_child_as(user, || {
             rehearse_start(&cfg, &raw).map_err(|e| e.to_string())
         })
@@ -243,6 +275,7 @@ fn rehearse_start(cfg: &Config, raw: &RawSettings) -> Result<String, StartError>
         if !given_away {
             found.extend(rehearse_state_dir(cfg, Some(privdrop::effective_uid()))?);
         }
+        found.extend(rehearse_connect(&cfg.agentx_socket));
         Ok(found.join("\n"))
     };
     match &cfg.user {
@@ -250,6 +283,30 @@ fn rehearse_start(cfg: &Config, raw: &RawSettings) -> Result<String, StartError>
             .map_err(StartError::Rehearsal),
         None => after_switch(),
     }
+}
+
+/// As the user run runs as: whether it may connect to the master's socket, when there is one
+/// to try. run tolerates a refusal (it keeps retrying), so it is a warning that says what to
+/// set. The connection is closed at once; the master sees a subagent that never opened.
+fn rehearse_connect(master: &MasterAddr) -> Option<String> {
+    let MasterAddr::Unix(path) = master else {
+        return None;
+    };
+    match std::os::unix::net::UnixStream::connect(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(format!(
+            "{}: {e}: run would keep retrying; give snmpd.conf `agentXPerms 0660 0755 root GROUP` \
+             with this user in GROUP",
+            path.display()
+        )),
+        // Missing, or refused because snmpd is not running: said elsewhere, or run waits.
+        _ => None,
+    }
+}
+
+/// Whether this user may create `dir` (write and search its parent), as run would.
+fn may_create(dir: &Path) -> Result<(), String> {
+    let parent = dir.parent().unwrap_or(Path::new("/"));
+    privdrop::may_write_in(parent).map_err(|e| format!("{}: {e}", parent.display()))
 }
 
 /// The state directory as run finds it, for the user `owner` run runs as (`None`: whoever
@@ -262,10 +319,18 @@ fn rehearse_state_dir(cfg: &Config, owner: Option<u32>) -> Result<Vec<String>, S
         |e: String| format!("{e}: run would serve, but its indexes would not survive a restart");
     let meta = match std::fs::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(vec![format!(
-                "{} does not exist: run creates it",
-                dir.display()
-            )])
+            // Root creates it and gives it to the user (`owner` None); a user must be able to.
+            let created = match owner {
+                None => Ok(()),
+                Some(_) => may_create(dir),
+            };
+            return Ok(vec![match created {
+                Ok(()) => format!("{} does not exist: run creates it", dir.display()),
+                Err(why) => not_persisted(format!(
+                    "{} does not exist, and this user cannot create it ({why})",
+                    dir.display()
+                )),
+            }]);
         }
         Err(e) => return Ok(vec![not_persisted(format!("{}: {e}", dir.display()))]),
         Ok(meta) => meta,

@@ -97,7 +97,7 @@ fn a_state_file_over_its_cap_is_fatal() {
 fn check_config_prints_the_settings_and_warns_of_what_run_tolerates() {
     let dir = tempfile::tempdir().unwrap();
     let args = settings_file(dir.path(), "max-age = 7\n");
-    let checked = check_config(&args, None).expect("run would start");
+    let checked = check_config(&args, None, None).expect("run would start");
     assert!(
         checked.effective.contains("max-age = 7"),
         "{}",
@@ -118,7 +118,7 @@ fn check_config_prints_the_settings_and_warns_of_what_run_tolerates() {
 fn check_config_says_which_file_it_read() {
     let dir = tempfile::tempdir().unwrap();
     let args = settings_file(dir.path(), "");
-    let checked = check_config(&args, None).expect("run would start");
+    let checked = check_config(&args, None, None).expect("run would start");
     let file = args.config.as_ref().unwrap();
     let mut lines = checked.effective.lines();
     assert_eq!(
@@ -135,7 +135,7 @@ fn check_config_says_which_file_it_read() {
         raw: args.load().unwrap().1,
     };
     if args.config_path().is_none() {
-        let checked = check_config(&args, None).expect("run would start");
+        let checked = check_config(&args, None, None).expect("run would start");
         assert!(
             checked
                 .effective
@@ -166,7 +166,7 @@ fn a_source_that_cannot_be_opened_names_where_it_was_set() {
         ),
     )
     .unwrap();
-    let e = check_config(&args, None).expect_err("the source cannot be opened");
+    let e = check_config(&args, None, None).expect_err("the source cannot be opened");
     let text = e.to_string();
     assert!(
         text.starts_with(&format!(
@@ -181,7 +181,7 @@ fn a_source_that_cannot_be_opened_names_where_it_was_set() {
         config: Some(PathBuf::from("/dev/null")),
         raw,
     };
-    let text = check_config(&args, None)
+    let text = check_config(&args, None, None)
         .expect_err("cannot be opened")
         .to_string();
     assert!(
@@ -195,11 +195,11 @@ fn check_config_refuses_what_run_refuses() {
     let dir = tempfile::tempdir().unwrap();
     let args = settings_file(dir.path(), "max-age = -1\n");
     assert!(matches!(
-        check_config(&args, None),
+        check_config(&args, None, None),
         Err(StartError::Config(_))
     ));
     let args = settings_file(dir.path(), "");
-    match check_config(&args, Some("no-such-user-here")) {
+    match check_config(&args, Some("no-such-user-here"), None) {
         Err(e @ StartError::RunAs(_)) => assert!(e.to_string().starts_with("--run-as: "), "{e}"),
         other => panic!("{other:?}"),
     }
