@@ -51,8 +51,8 @@ enum Command {
         /// Show the N allocation call sites holding the most bytes (default: 20 in the
         /// table, every site in JSON) and, in the table, the first N types of each allocator
         /// (by --sort, else the most bytes in use)
-        #[arg(long, value_name = "N")]
-        top: Option<usize>,
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        top: Option<u64>,
         /// In the table, each allocator's types in this order, largest first (default: the
         /// kernel's)
         #[arg(long, value_enum, value_name = "KEY")]
@@ -109,6 +109,8 @@ fn main() -> ExitCode {
                     .error(clap::error::ErrorKind::ArgumentConflict, message)
                     .exit()
             };
+            // At most every site and type there is: a count past usize is all of them.
+            let top = top.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
             let format = match (format, vmstat_release) {
                 (FormatArg::Table, None) => Format::Table(TableOptions {
                     top,

@@ -670,13 +670,32 @@ fn needs_root_run_as_rehearses_the_capability_the_socket_and_the_state_directory
     ]);
     assert!(ok, "{err}");
     assert!(
-        !err.contains("agentXPerms") || err.contains("root GROUP"),
-        "{err}"
-    );
-    assert!(
         err.contains("agentXPerms 0660 0755 root GROUP"),
         "the socket nobody may not open is not warned of: {err}"
     );
+    // The user started with the capability is not root: it must create the state directory
+    // itself, or a supervisor for it.
+    assert!(
+        err.contains(&format!(
+            "{state} does not exist, and this user cannot create it"
+        )),
+        "{err}"
+    );
+    // A capability for root, or for a user `user` does not name, is refused.
+    let (ok, err) = check(&["--run-as", "root", "--run-as-cap", "dac-read-search"]);
+    assert!(
+        !ok && err.contains("--run-as-cap: the --run-as user is this one, or root"),
+        "{err}"
+    );
+    let (ok, err) = check(&[
+        "--user",
+        "daemon",
+        "--run-as",
+        "nobody",
+        "--run-as-cap",
+        "dac-read-search",
+    ]);
+    assert!(!ok && err.contains("`user` names another"), "{err}");
     // The capability belongs to the --run-as user.
     let (ok, err) = check(&["--run-as-cap", "dac-read-search"]);
     assert!(!ok && err.contains("give --run-as too"), "{err}");

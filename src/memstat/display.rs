@@ -116,23 +116,27 @@ pub(crate) fn bytes(v: Option<u64>, sizes: Sizes) -> String {
     }
 }
 
-/// `n` bytes in the largest unit of 1024 it reaches: one decimal below 10 of it, else whole.
+/// `n` bytes in the largest unit of 1024 it reaches, rounded up as GNU `ls -h` rounds: one
+/// decimal below 10 of the unit, else whole; a value that rounds up to 1024 of a unit is 1.0
+/// of the next.
 pub(crate) fn human(n: u64) -> String {
     const UNITS: [&str; 6] = ["K", "M", "G", "T", "P", "E"];
     if n < 1024 {
         return n.to_string();
     }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
+    let n = u128::from(n);
+    let (mut unit, mut scale) = (0, 1024u128);
+    while n >= scale * 1024 && unit + 1 < UNITS.len() {
+        scale *= 1024;
         unit += 1;
     }
-    // 9.96K would round to "10.0K": print such a value whole.
-    if value < 9.95 {
-        format!("{value:.1}{}", UNITS[unit])
-    } else {
-        format!("{:.0}{}", value.round(), UNITS[unit])
+    let tenths = (n * 10).div_ceil(scale);
+    if tenths < 100 {
+        return format!("{}.{}{}", tenths / 10, tenths % 10, UNITS[unit]);
+    }
+    match n.div_ceil(scale) {
+        whole if whole < 1024 || unit + 1 == UNITS.len() => format!("{whole}{}", UNITS[unit]),
+        _ => format!("1.0{}", UNITS[unit + 1]),
     }
 }
 
@@ -155,17 +159,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn human_sizes_are_powers_of_1024_with_one_decimal_below_ten() {
+    fn human_sizes_are_powers_of_1024_rounded_up_as_ls_h_rounds() {
         for (n, want) in [
             (0, "0"),
             (1023, "1023"),
             (1024, "1.0K"),
+            (1025, "1.1K"),
             (1536, "1.5K"),
             (10 * 1024 - 1, "10K"),
             (10 * 1024, "10K"),
+            (10 * 1024 + 1, "11K"),
             (1023 * 1024, "1023K"),
+            (1024 * 1024 - 1, "1.0M"),
             (1024 * 1024, "1.0M"),
-            (76_800_000, "73M"),
+            (76_800_000, "74M"),
             (u64::MAX, "16E"),
         ] {
             assert_eq!(human(n), want, "{n}");

@@ -191,24 +191,35 @@ pub fn check_config(
     // ours (root may be started as root: nothing to switch).
     let euid = privdrop::effective_uid();
     let found = match &started_as {
-        Some(user) if user.uid != euid && user.uid != 0 && cap.is_some() => {
+        Some(user) if cap.is_some() => {
             // CAP_DAC_READ_SEARCH lets the user open for reading what root may: the source is
-            // opened here, as root, and all that follows in a child as the user, as with
-            // --user (the state directory is the one the supervisor makes the user's).
-            if !privdrop::is_root() {
-                return Err(StartError::RunAs(
-                    "--run-as-cap: check-config must run as root to rehearse a capability".into(),
-                ));
+            // opened here, as root, and all that follows in a child as the user, who must
+            // itself be able to use the state directory and reach the master.
+            let refuse = |why: &str| Err(StartError::RunAs(format!("--run-as-cap: {why}")));
+            if !cfg!(target_os = "linux") {
+                return refuse("capabilities are Linux's; this system has none to grant");
             }
-            let mut as_user = cfg.clone();
-            as_user.user = Some(user.clone());
-            rehearse_start(&as_user, &raw)?
+            if !privdrop::is_root() {
+                return refuse("check-config must run as root to rehearse a capability");
+            }
+            if user.uid == euid || user.uid == 0 {
+                return refuse(
+                    "the --run-as user is this one, or root: there is no other user to grant it to",
+                );
+            }
+            if cfg.user.as_ref().is_some_and(|u| u.uid != user.uid) {
+                return refuse(
+                    "the daemon is started as the --run-as user and `user` names another, \
+                     which only root may switch to",
+                );
+            }
+            rehearse_start(&cfg, &raw, Some(user))?
         }
         Some(user) if user.uid != euid && user.uid != 0 => privdrop::in_child_as(user, || {
-            rehearse_start(&cfg, &raw).map_err(|e| e.to_string())
+            rehearse_start(&cfg, &raw, None).map_err(|e| e.to_string())
         })
         .map_err(StartError::Rehearsal)?,
-        _ => rehearse_start(&cfg, &raw)?,
+        _ => rehearse_start(&cfg, &raw, None)?,
     };
     let mut warnings: Vec<String> = found.lines().map(String::from).collect();
     if let MasterAddr::Unix(path) = &cfg.agentx_socket {
@@ -223,13 +234,7 @@ pub fn check_config(
     // sees it at once.
     let rendered = raw.render();
     let (header, settings) = rendered.split_once('\n').unwrap_or((&rendered, ""));
-    let read = match args.config_path() {
-        Some(p) => format!("# read from {}", p.display()),
-        None => format!(
-            "# no configuration file ({DEFAULT_CONFIG_PATH} does not exist, and no --config): \
-             the defaults and the command line"
-        ),
-    };
+    let read = read_from(args.config_path().as_deref());
     let mut effective = format!("{header}\n{read}\n{settings}");
     if cfg.source == SourceChoice::Auto {
         // What auto means depends on the host: say what it is here.
@@ -244,6 +249,17 @@ pub fn check_config(
     })
 }
 
+/// check-config's line that says which configuration file it read, if any.
+fn read_from(file: Option<&Path>) -> String {
+    match file {
+        Some(p) => format!("# read from {}", p.display()),
+        None => format!(
+            "# no configuration file ({DEFAULT_CONFIG_PATH} does not exist, and no --config): \
+             the defaults and the command line"
+        ),
+    }
+}
+
 /// Opens the configured sources. When `source` was set in a file or on the command line, an
 /// error names where (file and line, or the option), as a wrong value of any setting does.
 fn open_sources(cfg: &Config, raw: &RawSettings) -> Result<Sources, StartError> {
@@ -256,12 +272,20 @@ fn open_sources(cfg: &Config, raw: &RawSettings) -> Result<Sources, StartError> 
 /// As the starting user, what run does before it switches: connect to syslog and open the
 /// source (an error is run's error). Then, as the user run switches to, what it does after:
 /// read the source once and look at the state directory. Returns the warnings, a line each.
-fn rehearse_start(cfg: &Config, raw: &RawSettings) -> Result<String, StartError> {
+/// `granted`: the user a supervisor starts the daemon as with CAP_DAC_READ_SEARCH, whose
+/// opening of the source this process (root) stands for; the rest is that user's.
+fn rehearse_start(
+    cfg: &Config,
+    raw: &RawSettings,
+    granted: Option<&privdrop::Account>,
+) -> Result<String, StartError> {
     logging::check_target(cfg.log_target).map_err(StartError::Logging)?;
     let mut source = open_sources(cfg, raw)?;
     // Root with a user first gives the directory to that user: only its mode can be wrong,
-    // and its files are read here, as they will be the user's.
-    let given_away = cfg.user.is_some() && privdrop::is_root();
+    // and its files are read here, as they will be the user's. A user started with the
+    // capability is not root, and gives nothing away.
+    let switch_to = granted.or(cfg.user.as_ref());
+    let given_away = granted.is_none() && cfg.user.is_some() && privdrop::is_root();
     let mut found = match given_away {
         true => rehearse_state_dir(cfg, None)?,
         false => Vec::new(),
@@ -278,7 +302,7 @@ fn rehearse_start(cfg: &Config, raw: &RawSettings) -> Result<String, StartError>
         found.extend(rehearse_connect(&cfg.agentx_socket));
         Ok(found.join("\n"))
     };
-    match &cfg.user {
+    match switch_to {
         Some(user) => privdrop::in_child_as(user, || after_switch().map_err(|e| e.to_string()))
             .map_err(StartError::Rehearsal),
         None => after_switch(),
@@ -303,10 +327,15 @@ fn rehearse_connect(master: &MasterAddr) -> Option<String> {
     }
 }
 
-/// Whether this user may create `dir` (write and search its parent), as run would.
+/// Whether this user may create `dir` as run does, with its missing parents: write and search
+/// the nearest directory above it that exists.
 fn may_create(dir: &Path) -> Result<(), String> {
-    let parent = dir.parent().unwrap_or(Path::new("/"));
-    privdrop::may_write_in(parent).map_err(|e| format!("{}: {e}", parent.display()))
+    let existing = dir
+        .ancestors()
+        .skip(1)
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    privdrop::may_write_in(existing).map_err(|e| format!("{}: {e}", existing.display()))
 }
 
 /// The state directory as run finds it, for the user `owner` run runs as (`None`: whoever
@@ -327,7 +356,8 @@ fn rehearse_state_dir(cfg: &Config, owner: Option<u32>) -> Result<Vec<String>, S
             return Ok(vec![match created {
                 Ok(()) => format!("{} does not exist: run creates it", dir.display()),
                 Err(why) => not_persisted(format!(
-                    "{} does not exist, and this user cannot create it ({why})",
+                    "{} does not exist, and this user cannot create it ({why}; a supervisor \
+                     may create it first, as systemd's StateDirectory= does)",
                     dir.display()
                 )),
             }]);
