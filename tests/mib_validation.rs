@@ -1206,3 +1206,26 @@ fn memkernelkind_is_the_sources_kinds() {
         );
     }
 }
+
+/// scripts/fetch-base-mibs keeps one cache per checkout, in its target/base-mibs, wherever it
+/// is run from (it used to cache under the ./target of the directory it was run in).
+#[test]
+fn fetch_base_mibs_caches_in_the_checkout_wherever_it_is_run_from() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-base-mibs"))
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = String::from_utf8(out.stdout).unwrap();
+    let cache = concat!(env!("CARGO_MANIFEST_DIR"), "/target/base-mibs/");
+    assert!(dir.trim().starts_with(cache), "{dir} is not under {cache}");
+    assert!(
+        !elsewhere.path().join("target").exists(),
+        "it cached in the directory it was run from"
+    );
+}
