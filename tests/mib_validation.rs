@@ -1212,10 +1212,13 @@ fn memkernelkind_is_the_sources_kinds() {
 #[test]
 fn fetch_base_mibs_caches_in_the_checkout_wherever_it_is_run_from() {
     let elsewhere = tempfile::tempdir().unwrap();
-    let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-base-mibs"))
-        .current_dir(elsewhere.path())
-        .output()
-        .unwrap();
+    let out = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/fetch-base-mibs"
+    ))
+    .current_dir(elsewhere.path())
+    .output()
+    .unwrap();
     assert!(
         out.status.success(),
         "{}",
