@@ -6,6 +6,12 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+/// What to set when this user may not open the master's Unix socket: net-snmp makes it, and
+/// its directory, reachable by snmpd's user alone unless `agentXPerms` says otherwise. Said by
+/// the daemon when a connection is refused and by `check-config --run-as`.
+pub(crate) const AGENTX_PERMS_ADVICE: &str =
+    "give snmpd.conf `agentXPerms 0660 0755 root GROUP` with this user in GROUP";
+
 /// Where the master listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MasterAddr {

@@ -6,8 +6,7 @@
 //! the snapshot has and kernel order. An absent figure is printed as `-`, never as 0.
 
 use crate::memstat::allocinfo::Site;
-use crate::memstat::display::bytes;
-use crate::memstat::display::{escape_controls, opt};
+use crate::memstat::display::{bytes, escape_controls, opt};
 use crate::memstat::source::{FigureGroup, FigureObject, KernelKind, Role, SOURCES};
 use crate::memstat::{fixture, sysctl, Allocator, MemoryType, Sizes, Snapshot};
 use crate::vmstat::{self, Release, VmstatError, FREEBSD_MALLOC_ZONE_SIZES};
@@ -414,7 +413,7 @@ impl Totals {
             "total: {all} {} types{shown}, {}{unit} in use, {} items",
             alloc.def().name,
             bytes(self.bytes, sizes),
-            crate::memstat::display::opt(self.items),
+            opt(self.items),
         );
     }
 }

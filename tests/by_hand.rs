@@ -16,7 +16,7 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 /// Debian's snmpd.conf, as the snmpd package installs it.
@@ -41,16 +41,6 @@ fn by_hand_lines() -> Vec<String> {
         .filter(|l| !l.trim().is_empty())
         .map(String::from)
         .collect()
-}
-
-/// A process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The directories Debian has, under `root`.
@@ -110,7 +100,7 @@ fn install(line: &str, root: &Path) {
 /// What `systemctl restart snmpd` and `systemctl enable --now memstat-agentx` start: snmpd
 /// with the installed snmpd.conf, on a private port, and the installed daemon with the
 /// installed configuration. Paths the files name are taken under `root`.
-fn start_services(root: &Path, dir: &Path) -> (Running, Running, u16) {
+fn start_services(root: &Path, dir: &Path) -> (KillOnDrop, KillOnDrop, u16) {
     assert!(
         under(root, "/etc/systemd/system/memstat-agentx.service").exists(),
         "the unit was not installed"
@@ -153,7 +143,7 @@ fn start_services(root: &Path, dir: &Path) -> (Running, Running, u16) {
 
     let port = free_port();
     std::fs::create_dir_all(dir.join("persist")).unwrap();
-    let snmpd = Running(
+    let snmpd = KillOnDrop(
         Command::new("/usr/sbin/snmpd")
             .args(["-f", "-Lf"])
             .arg(dir.join("snmpd.log"))
@@ -173,7 +163,7 @@ fn start_services(root: &Path, dir: &Path) -> (Running, Running, u16) {
     );
     let fixture = dir.join("fixture.json");
     write_fixture(&fixture, sample_types());
-    let daemon = Running(
+    let daemon = KillOnDrop(
         Command::new(under(root, "/usr/sbin/memstat-agentx"))
             .arg("run")
             .arg("--config")

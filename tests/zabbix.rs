@@ -87,40 +87,33 @@ fn trapper_port() -> u16 {
         .expect("no free port in 1024-32767")
 }
 
-/// A child process stopped when dropped: with its whole process group when it leads one.
-struct Stopped {
-    child: Child,
-    group: bool,
-}
+/// zabbix_server, which leads a process group of its pollers: stopped with the whole group
+/// when dropped.
+struct ServerGroup(Child);
 
-impl Drop for Stopped {
+impl Drop for ServerGroup {
     fn drop(&mut self) {
-        if !self.group {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            return;
-        }
         // SIGTERM to the group (zabbix_server stops its processes and exits), SIGKILL to
         // what is left after 15 s.
-        let pgid = format!("-{}", self.child.id());
+        let pgid = format!("-{}", self.0.id());
         let _ = Command::new("kill").args(["-TERM", "--", &pgid]).status();
         let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+        while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = Command::new("kill")
             .args(["-KILL", "--", &pgid])
             .stderr(Stdio::null())
             .status();
-        let _ = self.child.wait();
+        let _ = self.0.wait();
     }
 }
 
 /// A private Zabbix: its database, its server, and its frontend's API.
 struct Zabbix {
     // Stopped in this order when dropped: the server and the frontend before the database.
-    server: Stopped,
-    _frontend: Stopped,
+    server: ServerGroup,
+    _frontend: KillOnDrop,
     log: PathBuf,
     /// The SNMP trapper's file.
     traps: PathBuf,
@@ -189,8 +182,8 @@ impl Zabbix {
             ),
         )
         .unwrap();
-        let server = Stopped {
-            child: Command::new("/usr/sbin/zabbix_server")
+        let server = ServerGroup(
+            Command::new("/usr/sbin/zabbix_server")
                 .arg("-c")
                 .arg(&conf)
                 .arg("-f")
@@ -202,8 +195,7 @@ impl Zabbix {
                 .stderr(std::fs::File::create(dir.join("zabbix_server.err")).unwrap())
                 .spawn()
                 .expect("start zabbix_server"),
-            group: true,
-        };
+        );
 
         // The frontend: a copy whose configuration file is the test's.
         let ui = dir.join("ui");
@@ -239,8 +231,8 @@ impl Zabbix {
         )
         .unwrap();
         let port = free_port();
-        let frontend = Stopped {
-            child: Command::new("php")
+        let frontend = KillOnDrop(
+            Command::new("php")
                 .arg("-S")
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("-t")
@@ -254,8 +246,7 @@ impl Zabbix {
                 .stderr(std::fs::File::create(dir.join("php.log")).unwrap())
                 .spawn()
                 .expect("start php -S"),
-            group: false,
-        };
+        );
         let mut z = Zabbix {
             server,
             _frontend: frontend,
@@ -347,7 +338,7 @@ impl Zabbix {
             if let Some(t) = found(self) {
                 return t;
             }
-            if let Ok(Some(status)) = self.server.child.try_wait() {
+            if let Ok(Some(status)) = self.server.0.try_wait() {
                 panic!(
                     "zabbix_server exited ({status}) {what}\n{}",
                     self.log_tail()
@@ -406,7 +397,7 @@ impl Zabbix {
 
 /// snmptrapd with the shipped traphandle, on 127.0.0.1 at a free UDP port.
 struct TrapHandler {
-    child: Child,
+    _child: KillOnDrop,
     port: u16,
 }
 
@@ -440,7 +431,10 @@ impl TrapHandler {
             .stderr(Stdio::null())
             .spawn()
             .expect("start snmptrapd");
-        let t = TrapHandler { child, port };
+        let t = TrapHandler {
+            _child: KillOnDrop(child),
+            port,
+        };
         wait_until(
             "snmptrapd listens",
             || {
@@ -451,13 +445,6 @@ impl TrapHandler {
             || std::fs::read_to_string(&log).unwrap_or_default(),
         );
         t
-    }
-}
-
-impl Drop for TrapHandler {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -20,7 +20,7 @@ use crate::agentx::session::{
 use crate::alarm::Alarm;
 use crate::doorbell::{Doorbell, ALARM, CONTROL};
 use crate::logging::RateLimited;
-use crate::master_addr::MasterAddr;
+use crate::master_addr::{MasterAddr, AGENTX_PERMS_ADVICE};
 use crate::memstat::{SourceError, SourceRead};
 use crate::mib::{notification_varbinds, NotificationType, MEMSTAT_MIB_ROOT};
 use crate::reader::SourceReader;
@@ -676,18 +676,18 @@ impl Daemon {
     }
 }
 
-/// What to do about a master's socket this user may not open: net-snmp makes it, and its
-/// directory, reachable by snmpd's user alone unless `agentXPerms` says otherwise.
-fn socket_hint(why: &SessionError, master: &MasterAddr) -> &'static str {
+/// What to do about a master's socket this user may not open ([`AGENTX_PERMS_ADVICE`]).
+fn socket_hint(why: &SessionError, master: &MasterAddr) -> String {
     match (why, master) {
         (SessionError::Connect(e), MasterAddr::Unix(_))
             if e.kind() == std::io::ErrorKind::PermissionDenied =>
         {
-            " (this user may not open the socket or its directory: give snmpd.conf \
-             `agentXPerms 0660 0755 root GROUP` with this user in GROUP, as memstat-agentx(8) \
-             says)"
+            format!(
+                " (this user may not open the socket or its directory: {AGENTX_PERMS_ADVICE}, \
+                 as memstat-agentx(8) says)"
+            )
         }
-        _ => "",
+        _ => String::new(),
     }
 }
 

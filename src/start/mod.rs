@@ -11,7 +11,7 @@ use crate::agentx::session::SessionConfig;
 use crate::config::{Config, ConfigError, RawSettings, DEFAULT_CONFIG_PATH};
 use crate::daemon::{Control, ControlSender, Daemon};
 use crate::index::{IndexError, SiteIndexes, TypeIndexes};
-use crate::master_addr::MasterAddr;
+use crate::master_addr::{MasterAddr, AGENTX_PERMS_ADVICE};
 use crate::memstat::{SourceChoice, SourceError, Sources};
 use crate::reader::SourceReader;
 use crate::statedir::{self, LockError, StateDirProblem, StateLock};
@@ -318,8 +318,7 @@ fn rehearse_connect(master: &MasterAddr) -> Option<String> {
     };
     match std::os::unix::net::UnixStream::connect(path) {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(format!(
-            "{}: {e}: run would keep retrying; give snmpd.conf `agentXPerms 0660 0755 root GROUP` \
-             with this user in GROUP",
+            "{}: {e}: run would keep retrying; {AGENTX_PERMS_ADVICE}",
             path.display()
         )),
         // Missing, or refused because snmpd is not running: said elsewhere, or run waits.
