@@ -524,11 +524,12 @@ fn spawn_random_manager(
 
 /// When the daemon logged each "ambiguous continuation" (the residual case of
 /// ARCHITECTURE.md: walks on two snapshots parked at the same OID at once).
-fn ambiguous_times(daemon: &Daemon) -> Vec<SystemTime> {
+fn ambiguous_times(daemon: &Daemon, which: Explains) -> Vec<SystemTime> {
     daemon
         .log_text()
         .lines()
         .filter(|l| l.contains("ambiguous continuation"))
+        .filter(|l| which == Explains::Ambiguous || l.contains("(contest)"))
         .filter_map(|l| log_time(l.split_whitespace().next()?))
         .collect()
 }
@@ -583,6 +584,20 @@ struct Load<'a> {
     fixture_period: Duration,
     /// Mixed walks shorter than walk-window, at most `.0` in `.1` of the completed walks.
     mixed_at_most: (usize, usize),
+    /// Which logged ambiguous continuations explain a mixed walk.
+    explained_by: Explains,
+}
+
+/// The daemon logs every ambiguous continuation; a walk may mix snapshots only while one it
+/// names ran.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Explains {
+    /// Any ambiguous continuation.
+    Ambiguous,
+    /// Only a contest: two walks of two snapshots, both moving, waiting at the very OID (the
+    /// residual case, which nothing but timing tells apart). A walk moved by a lone request,
+    /// or by a park nobody comes back to, is then a failure whatever the rate.
+    Contest,
 }
 
 /// The load of the residual-case measurement: eight bulk walkers of every stride, a GetNext
@@ -602,6 +617,7 @@ const EVERY_STRIDE: Load = Load {
     random_clients: 1,
     fixture_period: Duration::from_millis(3),
     mixed_at_most: (1, 20),
+    explained_by: Explains::Ambiguous,
 };
 
 /// Runs `load` for `run_for` against a daemon started with `args`, and checks every walk.
@@ -662,7 +678,11 @@ fn concurrent_managers(
         random.problems.extend(r.problems);
     }
     let last_gen = writer.stop();
-    let ambiguous_at = ambiguous_times(&daemon);
+    let ambiguous_at = ambiguous_times(&daemon, load.explained_by);
+    let kind = match load.explained_by {
+        Explains::Ambiguous => "ambiguous continuation",
+        Explains::Contest => "ambiguous continuation between moving walks (contest)",
+    };
     let ambiguous = ambiguous_at.len();
 
     // Report.
@@ -700,7 +720,7 @@ fn concurrent_managers(
     println!(
         "[{label}] walks: {} ({} completed), mixed: {} ({} of them shorter than walk-window {}), \
          longer than walk-window: {}, random Get/GetNext requests: {}, \
-         \"ambiguous continuation\" log lines: {ambiguous}",
+         {kind} log lines: {ambiguous}",
         walks.len(),
         completed.len(),
         mixed.len(),
@@ -774,16 +794,14 @@ fn concurrent_managers(
         .filter(|w| !explained(w))
         .collect();
     println!(
-        "[{label}] residual case: {} of {} walks mixed snapshots, each during an ambiguous \
-         continuation",
+        "[{label}] residual case: {} of {} walks mixed snapshots, each during an {kind}",
         mixed_short.len() - unexplained.len(),
         completed.len()
     );
     assert!(
         unexplained.is_empty(),
         "[{label}] {} of {} walks shorter than walk-window {} mixed snapshots with no \
-         ambiguous continuation logged while they ran (\"ambiguous continuation\" log lines: \
-         {ambiguous}): {:?}",
+         {kind} logged while they ran ({kind} log lines: {ambiguous}): {:?}",
         unexplained.len(),
         completed.len(),
         fmt_dur(window),
@@ -907,14 +925,28 @@ fn deadline_concurrent_managers_each_walk_one_snapshot_default_max_age() {
 /// outlasts the walk-window), the fixture rewritten every 0.1 s, walkers with their own
 /// max-repetitions beside clients sending random Gets and GetNexts of memTypeTable's cells.
 /// A lone GetNext that starts where a walk is parked must not move that walk to another
-/// snapshot: with 4 walkers and 2 clients no walk may mix, with 20 and 4 at most 1 in 100.
+/// snapshot. With 4 walkers and 2 clients no walk may mix through anything but the residual
+/// case between two moving walks (a contest), and that at most 1 in 100; with 20 and 4, at
+/// most 1 in 100 walks may mix, each during an ambiguous continuation.
+///
+/// Why the 4-walker load allows contests: walkers alone meet there. At the one refresh of a
+/// run (every 25 s while walks go on), a new walk that is faster than one still on the old
+/// snapshot catches it up, and both wait at one OID; the protocol names no walk, so the
+/// agent goes by their timing, and now and then the slower one asks first. The model check
+/// (`contract_crowd_*`, 100 traces) counts 18 such walks in 6,708; on 2 December 2026 two
+/// of fifteen runs of this test had one (ARCHITECTURE.md, "The residual case").
 fn pollers_beside_random_clients(label: &str, walkers: u32, clients: usize, args: &[&str]) {
     let managers: Vec<Manager> = (0..walkers).map(|i| Manager::Bulk(5 + 3 * i)).collect();
     let load = Load {
         managers: &managers,
         random_clients: clients,
         fixture_period: Duration::from_millis(100),
-        mixed_at_most: if walkers <= 4 { (0, 1) } else { (1, 100) },
+        mixed_at_most: (1, 100),
+        explained_by: if walkers <= 4 {
+            Explains::Contest
+        } else {
+            Explains::Ambiguous
+        },
     };
     concurrent_managers(
         label,
@@ -928,7 +960,7 @@ fn pollers_beside_random_clients(label: &str, walkers: u32, clients: usize, args
 
 #[test]
 #[ignore = "a rate of crossed walks: scripts/test runs it alone, after the others"]
-fn deadline_four_pollers_beside_two_random_clients_never_mix_snapshots() {
+fn deadline_four_pollers_beside_two_random_clients_mix_only_in_rare_contests() {
     pollers_beside_random_clients("4 walkers, 2 clients", 4, 2, &[]);
 }
 

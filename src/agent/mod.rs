@@ -610,6 +610,7 @@ impl Agent {
             how,
             turnaround,
             first_start,
+            contest,
         } = self.walks.continuation(starts, ids.transaction_id, now);
         match how {
             Continuation::None | Continuation::Lone => {}
@@ -617,10 +618,12 @@ impl Agent {
             Continuation::Repeated | Continuation::WentBy => self.stats.repeated += 1,
             Continuation::Ambiguous | Continuation::Retaken => {
                 self.stats.ambiguous += 1;
-                tracing::debug!(
-                    "ambiguous continuation at {}: walks on two snapshots parked there",
-                    ranges[0].start
-                );
+                // The test of the residual case tells the two apart by these words.
+                let which = match contest {
+                    true => "moving walks on two snapshots parked there (contest)",
+                    false => "one walk moving, paused parks on other snapshots",
+                };
+                tracing::debug!("ambiguous continuation at {}: {which}", ranges[0].start);
             }
         }
         let view = match continued {

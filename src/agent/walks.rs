@@ -58,6 +58,13 @@ pub(crate) struct WalkPolicy {
     /// A re-sent request comes within the manager's retry budget (net-snmp's tools: 1 s × 5
     /// retries); a park that was continued from is remembered this long for it.
     pub(crate) resend_window: Duration,
+    /// A request that starts where a walk went on is that walk, whose park a lone GetNext
+    /// took just before it came back, only when it comes within this many of the walk's
+    /// turnarounds of the taking, plus `repeat_slack` (scheduling jitter): the walk asks
+    /// within one turnaround of parking, so later than that it has gone on already, and the
+    /// request is a lone GetNext that must not park (see [`choose`]).
+    pub(crate) repeat_turnarounds: u32,
+    pub(crate) repeat_slack: Duration,
 }
 
 impl WalkPolicy {
@@ -66,6 +73,8 @@ impl WalkPolicy {
         in_progress_max: Duration::from_secs(1),
         pause_grace: Duration::from_secs(2),
         resend_window: Duration::from_secs(6),
+        repeat_turnarounds: 4,
+        repeat_slack: Duration::from_millis(5),
     };
 
     /// The in-progress window for `max_age`.
@@ -296,6 +305,7 @@ pub(crate) struct WalkTracker {
     in_progress_ticks: u32,
     resend_ticks: u32,
     grace_ticks: u32,
+    repeat_slack_ticks: u32,
     /// Oldest first; the last one is the current view.
     views: Vec<Tracked>,
     /// How long walks take to come back, in park ticks, as a moving average over every
@@ -315,6 +325,7 @@ impl WalkTracker {
             in_progress_ticks: 0,
             resend_ticks: 0,
             grace_ticks: ticks(policy.pause_grace),
+            repeat_slack_ticks: ticks(policy.repeat_slack),
             views: Vec::with_capacity(MAX_LIVE_VIEWS),
             typical: 0,
         };
@@ -532,6 +543,7 @@ impl WalkTracker {
             how: Continuation::None,
             turnaround: Turnaround::UNKNOWN,
             first_start: None,
+            contest: false,
         };
         if self.views.iter().all(|t| t.parks.is_empty()) {
             return none;
@@ -543,6 +555,8 @@ impl WalkTracker {
             in_progress: self.in_progress_ticks,
             grace: self.grace_ticks,
             typical: self.typical,
+            repeat_turnarounds: self.policy.repeat_turnarounds,
+            repeat_slack: self.repeat_slack_ticks,
         };
         // A second request from a contested park, with one start (a walk's) and not the rest
         // of a request that parked there: it settles the contest.
@@ -563,6 +577,7 @@ impl WalkTracker {
                     how: Continuation::Retaken,
                     turnaround,
                     first_start: at[taken].first_start,
+                    contest: true,
                 };
             }
         }
@@ -594,6 +609,7 @@ impl WalkTracker {
             how,
             turnaround,
             first_start: a.first_start,
+            contest: contest || contested,
         }
     }
 
@@ -675,6 +691,9 @@ impl WalkTracker {
                 } else if park.walked() && age < resend {
                     // Only within the resend window: that is all a re-sent request needs,
                     // and what the prune keeps.
+                    if here.went_on.is_none_or(|a| age < a) {
+                        here.went_on_turnaround = park.turnaround;
+                    }
                     here.went_on = youngest(here.went_on);
                     if park.contested() && age < self.in_progress_ticks {
                         here.taken = Some(Taken {
@@ -820,6 +839,10 @@ pub(crate) struct Continued {
     /// tracker found it looking for the park): the caller answers from there without
     /// searching the view again ([`MibView::next_after`]).
     pub first_start: Option<u32>,
+    /// Walks of two views, both moving, waited here (or one of them is settled now): the
+    /// residual case, which timing alone decides. An ambiguous continuation without it had
+    /// one walk moving and only paused parks (or stand-ins) on other views.
+    pub contest: bool,
 }
 
 /// How long a walk took to come back to where it parked, in park ticks, saturating; 0: not
@@ -857,6 +880,8 @@ struct AtStarts {
     turnaround: u16,
     /// The youngest park there whose walks all went on.
     went_on: Option<u32>,
+    /// The turnaround of the walk that went on from there (0: not known).
+    went_on_turnaround: u16,
     /// A park there was left by this very request (its transactionID): how it continues.
     same_request: Option<Continuation>,
     /// The real age of the waiting park, when it was passed over (see
@@ -913,6 +938,9 @@ struct Timing {
     grace: u32,
     /// How long walks take to come back, on average over every walk (0: not known yet).
     typical: u32,
+    /// [`WalkPolicy::repeat_turnarounds`], and its slack in ticks.
+    repeat_turnarounds: u32,
+    repeat_slack: u32,
 }
 
 /// What a walk whose turnaround is `t` (0: not known) is expected to take: its own
@@ -964,8 +992,12 @@ fn second_look(at: &[AtStarts], timing: Timing) -> Option<(usize, usize)> {
 ///   alike). A park older than that is a walk that paused, or the last of one that ended:
 ///   when only such parks are left, the most recent, as long as it is younger than the
 ///   pause grace.
-/// - Else a view where a walk went on from a start within the in-progress window: most
-///   likely the walk itself, whose park a lone GetNext took ([`Continuation::Repeated`]).
+/// - Else a view where a walk went on from a start within the in-progress window, and within
+///   a few of that walk's turnarounds: most likely the walk itself, whose park a lone
+///   GetNext took ([`Continuation::Repeated`]). A request later than that comes after the
+///   walk asked (the walk is what went on): parking it would leave a stand-in nobody comes
+///   back to, which captures, for the rest of the walk-window, walks of other snapshots
+///   that stop there (random GetNexts beside walkers left hundreds a minute).
 ///   It beats a park older than the pause grace: a walk that paused that long may lose its
 ///   snapshot anyway, and such a park is most often the stand-in a lone GetNext left where
 ///   it took a walk's park, which nobody comes back to and which would capture, for the
@@ -1018,12 +1050,23 @@ fn choose(at: &[AtStarts], timing: Timing) -> Option<(usize, Continuation)> {
     let went_on = at
         .iter()
         .enumerate()
-        .filter_map(|(v, a)| Some((v, a.went_on?)))
-        .min_by_key(|(_, age)| *age);
+        .filter_map(|(v, a)| Some((v, a.went_on?, a.went_on_turnaround)))
+        .min_by_key(|(_, age, _)| *age);
+    // The walk whose park was taken comes back within about its turnaround of the taking.
+    // Later, it asked already (it was the request that went on): this one is no walk.
+    let in_time = |age: u32, t: u16| {
+        let expected = expect(t, timing.typical);
+        age < timing.in_progress
+            && (expected == 0
+                || age
+                    <= expected
+                        .saturating_mul(timing.repeat_turnarounds)
+                        .saturating_add(timing.repeat_slack))
+    };
     match (went_on, recent) {
-        (Some((v, age)), _) if age < timing.in_progress => Some((v, Continuation::Repeated)),
+        (Some((v, age, t)), _) if in_time(age, t) => Some((v, Continuation::Repeated)),
         (_, Some((v, ..))) => parked(v),
-        (Some((v, _)), None) => Some((v, Continuation::WentBy)),
+        (Some((v, ..)), None) => Some((v, Continuation::WentBy)),
         (None, None) => None,
     }
 }
@@ -1179,6 +1222,11 @@ mod tests {
             went_on: Some(age),
             ..AtStarts::default()
         };
+        let went_on_after = |age: u32, turnaround: u16| AtStarts {
+            went_on: Some(age),
+            went_on_turnaround: turnaround,
+            ..AtStarts::default()
+        };
         let mine = |how: Continuation| AtStarts {
             same_request: Some(how),
             ..AtStarts::default()
@@ -1245,6 +1293,17 @@ mod tests {
                 Some((1, Repeated)),
             ),
             (
+                "went on within the in-progress window but long after its walk's turnaround: \
+                 the walk asked already, this is a lone GetNext",
+                &[none, went_on_after(9, 2)],
+                Some((1, WentBy)),
+            ),
+            (
+                "went on within four of its walk's turnarounds: the walk",
+                &[none, went_on_after(8, 2)],
+                Some((1, Repeated)),
+            ),
+            (
                 "went on earlier: a re-sent request or a lone GetNext",
                 &[went_on(40), went_on(20)],
                 Some((1, WentBy)),
@@ -1254,6 +1313,8 @@ mod tests {
             in_progress: 10,
             grace: 40,
             typical: 0,
+            repeat_turnarounds: 4,
+            repeat_slack: 0,
         };
         for (what, at, expected) in cases {
             assert_eq!(choose(at, timing), *expected, "{what}");
@@ -1292,6 +1353,57 @@ mod tests {
             "A's park is as old as A's turnaround"
         );
         (w, a, b, t0)
+    }
+
+    #[test]
+    fn only_moving_walks_of_two_views_make_a_contest() {
+        // Two moving walks: a contest, and so is the request that settles it.
+        let (mut w, a, b, t0) = two_views();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let row3 = a.instance_of(&allocs(3)).unwrap();
+        w.leave(&a, row3, 1, Leave::Park(Turnaround(100)), at(0));
+        w.adopt(b.clone(), at(1_000));
+        w.leave(&b, row3, 2, Leave::Park(Turnaround(30)), at(9_000));
+        let c = w.continuation([allocs(3).as_slice()], 7, at(10_000));
+        assert_eq!((c.how, c.contest), (Continuation::Ambiguous, true));
+        let c = w.continuation([allocs(3).as_slice()], 8, at(10_200));
+        assert_eq!((c.how, c.contest), (Continuation::Retaken, true));
+        // A park 3 s old on the old view beside a moving walk on the new one: ambiguous,
+        // but no contest (the moving walk is taken, whatever the old park is).
+        let (mut w, a, b, t0) = two_views();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        w.leave(&a, row3, 1, Leave::Park(Turnaround(100)), at(0));
+        w.adopt(b.clone(), at(1_000));
+        w.leave(&b, row3, 2, Leave::Park(Turnaround(30)), at(2_999));
+        let c = w.continuation([allocs(3).as_slice()], 9, at(3_000));
+        assert_eq!((c.how, c.contest), (Continuation::Ambiguous, false));
+        assert!(Arc::ptr_eq(&c.view.unwrap(), &b));
+    }
+
+    #[test]
+    fn a_getnext_long_after_a_walk_went_on_is_no_walk() {
+        // A walk (back every 2 ms) parks at row 2 and goes on from it. A lone GetNext from
+        // row 2 200 ms later is no walk: it is answered from the walk's view but leaves no
+        // park at row 3 for a walk of another snapshot to be taken for. One 3 ms after the
+        // walk went on is the walk itself (a lone GetNext took its park): it parks.
+        for (after_ms, parks) in [(200, false), (3, true)] {
+            let (mut w, a, b, t0) = two_views();
+            let at = |ms: u64| t0 + Duration::from_millis(ms);
+            let row2 = a.instance_of(&allocs(2)).unwrap();
+            let row3 = a.instance_of(&allocs(3)).unwrap();
+            w.leave(&a, row2, 1, Leave::Park(Turnaround(20)), at(0));
+            let c = w.continuation([allocs(2).as_slice()], 2, at(2));
+            assert_eq!(c.how, Continuation::Parked);
+            w.adopt(b.clone(), at(3));
+            let c = w.continuation([allocs(2).as_slice()], 3, at(2 + after_ms));
+            assert!(Arc::ptr_eq(&c.view.clone().unwrap(), &a), "{after_ms} ms");
+            let want = if parks {
+                Continuation::Repeated
+            } else {
+                Continuation::WentBy
+            };
+            assert_eq!(c.how, want, "{after_ms} ms");
+        }
     }
 
     #[test]
