@@ -1390,7 +1390,6 @@ mod tests {
             let (mut w, a, b, t0) = two_views();
             let at = |ms: u64| t0 + Duration::from_millis(ms);
             let row2 = a.instance_of(&allocs(2)).unwrap();
-            let row3 = a.instance_of(&allocs(3)).unwrap();
             w.leave(&a, row2, 1, Leave::Park(Turnaround(20)), at(0));
             let c = w.continuation([allocs(2).as_slice()], 2, at(2));
             assert_eq!(c.how, Continuation::Parked);
