@@ -594,9 +594,11 @@ struct Load<'a> {
 enum Explains {
     /// Any ambiguous continuation.
     Ambiguous,
-    /// Only a contest: two walks of two snapshots, both moving, waiting at the very OID (the
-    /// residual case, which nothing but timing tells apart). A walk moved by a lone request,
-    /// or by a park nobody comes back to, is then a failure whatever the rate.
+    /// Only a contest as the agent counts one: parks of two snapshots at the very OID, both
+    /// younger than the in-progress window (the residual case, which nothing but timing
+    /// tells apart). The agent cannot tell a moving walk from a stand-in a lone request
+    /// left within that window, so a contest may involve one; a walk moved through an older
+    /// park, or through anything but a contest, is a failure whatever the rate.
     Contest,
 }
 
@@ -933,8 +935,9 @@ fn deadline_concurrent_managers_each_walk_one_snapshot_default_max_age() {
 /// run (every 25 s while walks go on), a new walk that is faster than one still on the old
 /// snapshot catches it up, and both wait at one OID; the protocol names no walk, so the
 /// agent goes by their timing, and now and then the slower one asks first. The model check
-/// (`contract_crowd_*`, 100 traces) counts 18 such walks in 6,708; on 2 December 2026 two
-/// of fifteen runs of this test had one (ARCHITECTURE.md, "The residual case").
+/// (`contract_crowd_*`, 100 traces) counts 18 mixed walks in 6,708 at this load; fifteen
+/// runs of this test on 3 December 2026 had none in 2,483 (ARCHITECTURE.md, "The residual
+/// case").
 fn pollers_beside_random_clients(label: &str, walkers: u32, clients: usize, args: &[&str]) {
     let managers: Vec<Manager> = (0..walkers).map(|i| Manager::Bulk(5 + 3 * i)).collect();
     let load = Load {

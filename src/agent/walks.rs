@@ -44,8 +44,8 @@ pub(crate) struct WalkPolicy {
     /// most `in_progress_max`. It is at once the quiet window of the freshness clause (no
     /// walk parked within it: nothing walks), the age up to which a park may be joined by a
     /// new walk, the age below which a walk waiting at an OID is taken to be moving when
-    /// walks of several views wait there, and the time within which a request that starts
-    /// where a walk went on is taken to be that walk (see `choose`).
+    /// walks of several views wait there, and the longest time within which a request that
+    /// starts where a walk went on may be taken to be that walk (see `repeat_turnarounds`).
     pub(crate) in_progress_min: Duration,
     pub(crate) in_progress_max: Duration,
     /// How long a walk may go quiet and still keep its snapshot when all [`MAX_LIVE_VIEWS`]
@@ -59,10 +59,12 @@ pub(crate) struct WalkPolicy {
     /// retries); a park that was continued from is remembered this long for it.
     pub(crate) resend_window: Duration,
     /// A request that starts where a walk went on is that walk, whose park a lone GetNext
-    /// took just before it came back, only when it comes within this many of the walk's
+    /// took just before it came back, only when it comes within this many of the walk's own
     /// turnarounds of the taking, plus `repeat_slack` (scheduling jitter): the walk asks
     /// within one turnaround of parking, so later than that it has gone on already, and the
-    /// request is a lone GetNext that must not park (see [`choose`]).
+    /// request is a lone GetNext that must not park (see [`choose`]). A walk with no
+    /// turnaround yet (it made one request) is given the whole in-progress window: the
+    /// average of other walks says little of a new one.
     pub(crate) repeat_turnarounds: u32,
     pub(crate) repeat_slack: Duration,
 }
@@ -589,6 +591,8 @@ impl WalkTracker {
         // one request (net-snmp's GetNexts of one GetBulk), which keeps the request's.
         let turnaround = match a.passed_over.or(a.waiting) {
             Some(age) if a.same_request.is_none() => self.came_back(age, a.turnaround),
+            // The walk whose park was taken keeps the turnaround it had there.
+            _ if how == Continuation::Repeated => Turnaround(a.went_on_turnaround),
             _ => Turnaround(a.turnaround),
         };
         // Only walks that are both moving contest a park: a walk that paused there keeps
@@ -839,9 +843,9 @@ pub(crate) struct Continued {
     /// tracker found it looking for the park): the caller answers from there without
     /// searching the view again ([`MibView::next_after`]).
     pub first_start: Option<u32>,
-    /// Walks of two views, both moving, waited here (or one of them is settled now): the
-    /// residual case, which timing alone decides. An ambiguous continuation without it had
-    /// one walk moving and only paused parks (or stand-ins) on other views.
+    /// Parks of two views, both younger than the in-progress window, waited here (or one of
+    /// them is settled now): the residual case, which timing alone decides. An ambiguous
+    /// continuation without it had at most one such park, the others older.
     pub contest: bool,
 }
 
@@ -992,16 +996,18 @@ fn second_look(at: &[AtStarts], timing: Timing) -> Option<(usize, usize)> {
 ///   alike). A park older than that is a walk that paused, or the last of one that ended:
 ///   when only such parks are left, the most recent, as long as it is younger than the
 ///   pause grace.
-/// - Else a view where a walk went on from a start within the in-progress window, and within
-///   a few of that walk's turnarounds: most likely the walk itself, whose park a lone
-///   GetNext took ([`Continuation::Repeated`]). A request later than that comes after the
-///   walk asked (the walk is what went on): parking it would leave a stand-in nobody comes
-///   back to, which captures, for the rest of the walk-window, walks of other snapshots
-///   that stop there (random GetNexts beside walkers left hundreds a minute).
-///   It beats a park older than the pause grace: a walk that paused that long may lose its
-///   snapshot anyway, and such a park is most often the stand-in a lone GetNext left where
-///   it took a walk's park, which nobody comes back to and which would capture, for the
-///   rest of the walk-window, every walk of another snapshot whose park is taken there.
+/// - Else a view where a walk went on from a start within the in-progress window. Within a
+///   few of that walk's own turnarounds (or at any time in the window, if the walk had no
+///   turnaround yet) it is most likely the walk itself, whose park a lone GetNext took
+///   ([`Continuation::Repeated`]). Later than that the walk has asked already (the walk is
+///   what went on), and the request is answered as [`Continuation::WentBy`]: parking it
+///   would leave a stand-in nobody comes back to, which captures, for the rest of the
+///   walk-window, walks of other snapshots that stop there (random GetNexts beside walkers
+///   left hundreds a minute).
+///   Either beats a park older than the pause grace: a walk that paused that long may lose
+///   its snapshot anyway, and such a park is most often a stand-in, which nobody comes back
+///   to and which would capture, for the rest of the walk-window, every walk of another
+///   snapshot whose park is taken there.
 /// - Else the most recent park, however old; else a view where a walk went on from a start
 ///   earlier in the resend window ([`Continuation::WentBy`]: a re-sent request or a lone
 ///   GetNext). Where only a request that is no walk stopped (a mark), nothing continues but
@@ -1054,17 +1060,24 @@ fn choose(at: &[AtStarts], timing: Timing) -> Option<(usize, Continuation)> {
         .min_by_key(|(_, age, _)| *age);
     // The walk whose park was taken comes back within about its turnaround of the taking.
     // Later, it asked already (it was the request that went on): this one is no walk.
+    // Only the walk's own turnaround is a fair measure: a walk that made one request has
+    // none yet, and the average of others may be far from its own.
     let in_time = |age: u32, t: u16| {
-        let expected = expect(t, timing.typical);
-        age < timing.in_progress
-            && (expected == 0
-                || age
-                    <= expected
-                        .saturating_mul(timing.repeat_turnarounds)
-                        .saturating_add(timing.repeat_slack))
+        t == 0
+            || age
+                <= u32::from(t)
+                    .saturating_mul(timing.repeat_turnarounds)
+                    .saturating_add(timing.repeat_slack)
     };
     match (went_on, recent) {
-        (Some((v, age, t)), _) if in_time(age, t) => Some((v, Continuation::Repeated)),
+        (Some((v, age, t)), _) if age < timing.in_progress => {
+            let how = if in_time(age, t) {
+                Continuation::Repeated
+            } else {
+                Continuation::WentBy
+            };
+            Some((v, how))
+        }
         (_, Some((v, ..))) => parked(v),
         (Some((v, ..)), None) => Some((v, Continuation::WentBy)),
         (None, None) => None,
@@ -1283,6 +1296,16 @@ mod tests {
                 Some((0, Repeated)),
             ),
             (
+                "nor when the walk that went on asked already: a lone GetNext, and no park",
+                &[went_on_after(9, 2), waits(50, 2)],
+                Some((0, WentBy)),
+            ),
+            (
+                "a walk with no turnaround yet is given the whole in-progress window",
+                &[none, went_on_after(9, 0)],
+                Some((1, Repeated)),
+            ),
+            (
                 "with nothing that went on just now, the park however old",
                 &[went_on(20), waits(50, 2)],
                 Some((1, Parked)),
@@ -1382,19 +1405,28 @@ mod tests {
 
     #[test]
     fn a_getnext_long_after_a_walk_went_on_is_no_walk() {
-        // A walk (back every 2 ms) parks at row 2 and goes on from it. A lone GetNext from
-        // row 2 200 ms later is no walk: it is answered from the walk's view but leaves no
-        // park at row 3 for a walk of another snapshot to be taken for. One 3 ms after the
-        // walk went on is the walk itself (a lone GetNext took its park): it parks.
-        for (after_ms, parks) in [(200, false), (3, true)] {
+        // A slow walk came back after 50 ms, so walks take about 44 ms on average. A walk
+        // back every 2 ms parks at row 2 and goes on from it. A GetNext from row 2 50 ms
+        // later, well within the in-progress window (1 s) and the average, is no walk: it
+        // comes long after four of the walk's own turnarounds, so it is answered from the
+        // walk's view as `WentBy`, which the agent leaves as no park (no stand-in at row 3
+        // for a walk of another snapshot to be taken for). One 3 ms after the walk went on
+        // is the walk itself (a lone GetNext took its park): it is `Repeated`, and keeps
+        // the walk's turnaround for the park it leaves.
+        for (after_ms, parks) in [(50, false), (3, true)] {
             let (mut w, a, b, t0) = two_views();
             let at = |ms: u64| t0 + Duration::from_millis(ms);
             let row2 = a.instance_of(&allocs(2)).unwrap();
-            w.leave(&a, row2, 1, Leave::Park(Turnaround(20)), at(0));
-            let c = w.continuation([allocs(2).as_slice()], 2, at(2));
+            let row4 = a.instance_of(&allocs(4)).unwrap();
+            w.leave(&a, row4, 7, Leave::Park(Turnaround(500)), at(0));
+            let c = w.continuation([allocs(4).as_slice()], 8, at(50));
             assert_eq!(c.how, Continuation::Parked);
-            w.adopt(b.clone(), at(3));
-            let c = w.continuation([allocs(2).as_slice()], 3, at(2 + after_ms));
+            w.leave(&a, row2, 1, Leave::Park(Turnaround(20)), at(50));
+            let c = w.continuation([allocs(2).as_slice()], 2, at(52));
+            assert_eq!(c.how, Continuation::Parked);
+            assert!(w.typical > 400, "walks take {} ticks on average", w.typical);
+            w.adopt(b.clone(), at(53));
+            let c = w.continuation([allocs(2).as_slice()], 3, at(52 + after_ms));
             assert!(Arc::ptr_eq(&c.view.clone().unwrap(), &a), "{after_ms} ms");
             let want = if parks {
                 Continuation::Repeated
@@ -1402,6 +1434,9 @@ mod tests {
                 Continuation::WentBy
             };
             assert_eq!(c.how, want, "{after_ms} ms");
+            if parks {
+                assert_eq!(c.turnaround, Turnaround(20), "the walk's own turnaround");
+            }
         }
     }
 
