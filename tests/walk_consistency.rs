@@ -935,9 +935,9 @@ fn deadline_concurrent_managers_each_walk_one_snapshot_default_max_age() {
 /// run (every 25 s while walks go on), a new walk that is faster than one still on the old
 /// snapshot catches it up, and both wait at one OID; the protocol names no walk, so the
 /// agent goes by their timing, and now and then the slower one asks first. The model check
-/// (`contract_crowd_*`, 100 traces) counts 18 mixed walks in 6,708 at this load; fifteen
-/// runs of this test on 3 December 2026 had none in 2,483 (ARCHITECTURE.md, "The residual
-/// case").
+/// (`contract_crowd_*`, 100 traces) counts 17 mixed walks in 6,708 at this load. Runs of
+/// this test alone on 3 December 2026 mixed none: 2,483 walks in fifteen runs on the rule
+/// before the last mend, and more since (ARCHITECTURE.md, "The residual case").
 fn pollers_beside_random_clients(label: &str, walkers: u32, clients: usize, args: &[&str]) {
     let managers: Vec<Manager> = (0..walkers).map(|i| Manager::Bulk(5 + 3 * i)).collect();
     let load = Load {

@@ -621,7 +621,7 @@ impl Agent {
                 // The test of the residual case tells the two apart by these words.
                 let which = match contest {
                     true => "moving walks on two snapshots parked there (contest)",
-                    false => "at most one park there younger than the in-progress window",
+                    false => "walks of at most one snapshot moving there",
                 };
                 tracing::debug!("ambiguous continuation at {}: {which}", ranges[0].start);
             }

@@ -59,12 +59,11 @@ pub(crate) struct WalkPolicy {
     /// retries); a park that was continued from is remembered this long for it.
     pub(crate) resend_window: Duration,
     /// A request that starts where a walk went on is that walk, whose park a lone GetNext
-    /// took just before it came back, only when it comes within this many of the walk's own
-    /// turnarounds of the taking, plus `repeat_slack` (scheduling jitter): the walk asks
-    /// within one turnaround of parking, so later than that it has gone on already, and the
-    /// request is a lone GetNext that must not park (see [`choose`]). A walk with no
-    /// turnaround yet (it made one request) is given the whole in-progress window: the
-    /// average of other walks says little of a new one.
+    /// took just before it came back, only when it comes within this many of the walk's
+    /// turnarounds of the taking (the average turnaround of walks, for a park with none of
+    /// its own), plus `repeat_slack` (scheduling jitter): the walk asks within one
+    /// turnaround of parking, so later than that it has gone on already, and the request
+    /// is a lone GetNext that must not park (see [`choose`]).
     pub(crate) repeat_turnarounds: u32,
     pub(crate) repeat_slack: Duration,
 }
@@ -279,15 +278,16 @@ pub(crate) enum Continuation {
     /// be that walk (see [`second_look`]): the guess was wrong, and the walk passed over
     /// then is the one that asked, so it is taken off.
     Retaken,
-    /// A walk went on from there within the in-progress window: most likely a walk whose
-    /// park a lone GetNext took just before it came back. It continues on that view and
-    /// parks.
+    /// A walk went on from there within the in-progress window, and within a few of its own
+    /// turnarounds: most likely the walk whose park a lone GetNext took just before it came
+    /// back. It continues on that view and parks, with that walk's turnaround.
     Repeated,
-    /// A walk went on from there earlier in the resend window: a re-sent request, a walk
-    /// whose park a lone GetNext took and that paused, or a lone GetNext that starts where
-    /// a walk went by. Answered from that view, it leaves only [`Leave::WentBy`]: were
-    /// every such request to park, random GetNexts beside walkers would leave stand-ins
-    /// everywhere for walks of other snapshots to be taken for.
+    /// A walk went on from there earlier in the resend window, or later than a few of its
+    /// turnarounds: a re-sent request, a walk whose park a lone GetNext took and that
+    /// paused, or a lone GetNext that starts where a walk went by. Answered from that
+    /// view, it leaves only [`Leave::WentBy`]: were every such request to park, random
+    /// GetNexts beside walkers would leave stand-ins everywhere for walks of other
+    /// snapshots to be taken for.
     WentBy,
     /// The rest of a request that is no walk (net-snmp sends a GetBulk's repetitions as
     /// GetNexts with one transactionID): its view, and no park.
@@ -589,11 +589,13 @@ impl WalkTracker {
         let a = at[chosen];
         // The walk's turnaround: how long it took to come back, unless this is the rest of
         // one request (net-snmp's GetNexts of one GetBulk), which keeps the request's.
+        // The walk whose park a lone GetNext took keeps the turnaround it had there (a park
+        // of another walk at another start of the request says nothing of it).
         let turnaround = match a.passed_over.or(a.waiting) {
-            Some(age) if a.same_request.is_none() => self.came_back(age, a.turnaround),
-            // The walk whose park was taken keeps the turnaround it had there.
+            _ if a.same_request.is_some() => Turnaround(a.turnaround),
             _ if how == Continuation::Repeated => Turnaround(a.went_on_turnaround),
-            _ => Turnaround(a.turnaround),
+            Some(age) => self.came_back(age, a.turnaround),
+            None => Turnaround(a.turnaround),
         };
         // Only walks that are both moving contest a park: a walk that paused there keeps
         // its park as it is, and still finds it when it comes back.
@@ -843,9 +845,10 @@ pub(crate) struct Continued {
     /// tracker found it looking for the park): the caller answers from there without
     /// searching the view again ([`MibView::next_after`]).
     pub first_start: Option<u32>,
-    /// Parks of two views, both younger than the in-progress window, waited here (or one of
-    /// them is settled now): the residual case, which timing alone decides. An ambiguous
-    /// continuation without it had at most one such park, the others older.
+    /// Walks of two views, both moving (parked within the in-progress window, and not
+    /// passed over by an earlier contest), waited here (or one of them is settled now): the
+    /// residual case, which timing alone decides. An ambiguous continuation without it had
+    /// walks of at most one view moving there.
     pub contest: bool,
 }
 
@@ -997,8 +1000,8 @@ fn second_look(at: &[AtStarts], timing: Timing) -> Option<(usize, usize)> {
 ///   when only such parks are left, the most recent, as long as it is younger than the
 ///   pause grace.
 /// - Else a view where a walk went on from a start within the in-progress window. Within a
-///   few of that walk's own turnarounds (or at any time in the window, if the walk had no
-///   turnaround yet) it is most likely the walk itself, whose park a lone GetNext took
+///   few of that walk's turnarounds (of the average, for a park with none of its own) it
+///   is most likely the walk itself, whose park a lone GetNext took
 ///   ([`Continuation::Repeated`]). Later than that the walk has asked already (the walk is
 ///   what went on), and the request is answered as [`Continuation::WentBy`]: parking it
 ///   would leave a stand-in nobody comes back to, which captures, for the rest of the
@@ -1059,13 +1062,15 @@ fn choose(at: &[AtStarts], timing: Timing) -> Option<(usize, Continuation)> {
         .filter_map(|(v, a)| Some((v, a.went_on?, a.went_on_turnaround)))
         .min_by_key(|(_, age, _)| *age);
     // The walk whose park was taken comes back within about its turnaround of the taking.
-    // Later, it asked already (it was the request that went on): this one is no walk.
-    // Only the walk's own turnaround is a fair measure: a walk that made one request has
-    // none yet, and the average of others may be far from its own.
+    // Later, it asked already (it was the request that went on): this one is no walk. A
+    // park with no turnaround of its own (the first stop of a walk, or of the first
+    // GetBulk split into GetNexts) goes by the average; before any walk came back, the
+    // in-progress window is the only limit.
     let in_time = |age: u32, t: u16| {
-        t == 0
+        let expected = expect(t, timing.typical);
+        expected == 0
             || age
-                <= u32::from(t)
+                <= expected
                     .saturating_mul(timing.repeat_turnarounds)
                     .saturating_add(timing.repeat_slack)
     };
@@ -1301,7 +1306,7 @@ mod tests {
                 Some((0, WentBy)),
             ),
             (
-                "a walk with no turnaround yet is given the whole in-progress window",
+                "before any walk came back, a park with no turnaround has the whole window",
                 &[none, went_on_after(9, 0)],
                 Some((1, Repeated)),
             ),
@@ -1357,6 +1362,19 @@ mod tests {
             Some((0, Ambiguous)),
             "the first to park"
         );
+        // A park with no turnaround of its own goes by the average once there is one.
+        let late = [none, went_on_after(9, 0)];
+        assert_eq!(
+            choose(&late, seen),
+            Some((1, WentBy)),
+            "late for the average"
+        );
+        let timely = [none, went_on_after(8, 0)];
+        assert_eq!(
+            choose(&timely, seen),
+            Some((1, Repeated)),
+            "within four of it"
+        );
         assert_eq!(choose(&at, seen), Some((1, Ambiguous)), "the one due now");
     }
 
@@ -1405,28 +1423,22 @@ mod tests {
 
     #[test]
     fn a_getnext_long_after_a_walk_went_on_is_no_walk() {
-        // A slow walk came back after 50 ms, so walks take about 44 ms on average. A walk
-        // back every 2 ms parks at row 2 and goes on from it. A GetNext from row 2 50 ms
-        // later, well within the in-progress window (1 s) and the average, is no walk: it
-        // comes long after four of the walk's own turnarounds, so it is answered from the
-        // walk's view as `WentBy`, which the agent leaves as no park (no stand-in at row 3
-        // for a walk of another snapshot to be taken for). One 3 ms after the walk went on
-        // is the walk itself (a lone GetNext took its park): it is `Repeated`, and keeps
-        // the walk's turnaround for the park it leaves.
+        // A walk back every 2 ms parks at row 2 and goes on from it. A GetNext from row 2
+        // 50 ms later, well within the in-progress window (1 s) but long after four of the
+        // walk's turnarounds, is no walk: it is answered from the walk's view as `WentBy`,
+        // which the agent leaves as no park (no stand-in at row 3 for a walk of another
+        // snapshot to be taken for). One 3 ms after the walk went on is the walk itself (a
+        // lone GetNext took its park): it is `Repeated`, and keeps the walk's turnaround
+        // for the park it leaves.
         for (after_ms, parks) in [(50, false), (3, true)] {
             let (mut w, a, b, t0) = two_views();
             let at = |ms: u64| t0 + Duration::from_millis(ms);
             let row2 = a.instance_of(&allocs(2)).unwrap();
-            let row4 = a.instance_of(&allocs(4)).unwrap();
-            w.leave(&a, row4, 7, Leave::Park(Turnaround(500)), at(0));
-            let c = w.continuation([allocs(4).as_slice()], 8, at(50));
+            w.leave(&a, row2, 1, Leave::Park(Turnaround(20)), at(0));
+            let c = w.continuation([allocs(2).as_slice()], 2, at(2));
             assert_eq!(c.how, Continuation::Parked);
-            w.leave(&a, row2, 1, Leave::Park(Turnaround(20)), at(50));
-            let c = w.continuation([allocs(2).as_slice()], 2, at(52));
-            assert_eq!(c.how, Continuation::Parked);
-            assert!(w.typical > 400, "walks take {} ticks on average", w.typical);
-            w.adopt(b.clone(), at(53));
-            let c = w.continuation([allocs(2).as_slice()], 3, at(52 + after_ms));
+            w.adopt(b.clone(), at(3));
+            let c = w.continuation([allocs(2).as_slice()], 3, at(2 + after_ms));
             assert!(Arc::ptr_eq(&c.view.clone().unwrap(), &a), "{after_ms} ms");
             let want = if parks {
                 Continuation::Repeated
