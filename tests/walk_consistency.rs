@@ -595,8 +595,8 @@ enum Explains {
     /// Any ambiguous continuation.
     Ambiguous,
     /// Only a contest as the agent counts one: parks of two snapshots at the very OID, both
-    /// younger than the in-progress window (the residual case, which nothing but timing
-    /// tells apart). The agent cannot tell a moving walk from a stand-in a lone request
+    /// younger than the in-progress window and not passed over by an earlier contest (the
+    /// residual case, which nothing but timing tells apart). The agent cannot tell a moving walk from a stand-in a lone request
     /// left within that window, so a contest may involve one; a walk moved through an older
     /// park, or through anything but a contest, is a failure whatever the rate.
     Contest,

@@ -1290,19 +1290,18 @@ fn crowd(walkers: usize, clients: usize, max_age_ms: u64, salt: u64, traces: u64
 /// allow fails the model on any trace, whatever the limit.
 #[test]
 fn contract_crowd_of_4_walkers_and_2_clients_mixes_at_most_1_in_100() {
-    for max_age in [5_000, 10] {
-        let t = crowd(4, 2, max_age, 10 + max_age, 4);
-        assert!(
-            (t.mixed_residual + t.mixed_paused) * 100 <= t.walks,
-            "max-age {max_age} ms: {t:?}"
-        );
-    }
+    crowd_mixes_at_most_1_in_100(4, 2, 10, 4);
 }
 
 #[test]
 fn contract_crowd_of_20_walkers_and_4_clients_mixes_at_most_1_in_100() {
+    crowd_mixes_at_most_1_in_100(20, 4, 20, 5);
+}
+
+/// The crowd's limit, at the default max-age and at 10 ms.
+fn crowd_mixes_at_most_1_in_100(walkers: usize, clients: usize, salt: u64, traces: u64) {
     for max_age in [5_000, 10] {
-        let t = crowd(20, 4, max_age, 20 + max_age, 5);
+        let t = crowd(walkers, clients, max_age, salt + max_age, traces);
         assert!(
             (t.mixed_residual + t.mixed_paused) * 100 <= t.walks,
             "max-age {max_age} ms: {t:?}"

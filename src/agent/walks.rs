@@ -587,10 +587,10 @@ impl WalkTracker {
             return none;
         };
         let a = at[chosen];
-        // The walk's turnaround: how long it took to come back, unless this is the rest of
-        // one request (net-snmp's GetNexts of one GetBulk), which keeps the request's.
-        // The walk whose park a lone GetNext took keeps the turnaround it had there (a park
-        // of another walk at another start of the request says nothing of it).
+        // The walk's turnaround: how long it took to come back. The rest of one request
+        // (net-snmp's GetNexts of one GetBulk) keeps the request's, and a walk whose park a
+        // lone GetNext took keeps the one it had there (a park of another walk at another
+        // start of the request says nothing of it).
         let turnaround = match a.passed_over.or(a.waiting) {
             _ if a.same_request.is_some() => Turnaround(a.turnaround),
             _ if how == Continuation::Repeated => Turnaround(a.went_on_turnaround),
